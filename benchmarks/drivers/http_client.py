@@ -1,0 +1,311 @@
+"""The Streamable HTTP benchmark driver: h11 on raw sockets, one client for every server.
+
+Each connection is its own MCP session (initialize, ``Mcp-Session-Id`` and
+``MCP-Protocol-Version`` headers on every later request), kept alive for the whole
+run. Responses may be ``application/json`` or ``text/event-stream`` (the SDK's default
+streams one SSE event per POST); both are accepted and checked. A single-threaded
+selector loop drives C connections at once so the client's cost stays one core's
+worth of Python regardless of C.
+
+Standalone: ``python -m benchmarks.drivers.http_client --port P [--conns C]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import selectors
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import h11
+import orjson
+
+from benchmarks.drivers.pipe_client import (
+    ECHO_TEXT,
+    INITIALIZED_NOTIFICATION,
+    BenchError,
+    Measurement,
+    _tree_cpu_seconds,
+    check_echo_result,
+    initialize_request,
+    latency_stats,
+)
+
+_CALL_HEAD = b'{"jsonrpc":"2.0","id":'
+_CALL_TAIL = (
+    b',"method":"tools/call","params":{"name":"echo","arguments":{"text":'
+    + orjson.dumps(ECHO_TEXT)
+    + b"}}}"
+)
+
+
+def parse_body(content_type: bytes, body: bytes) -> list[dict[str, Any]]:
+    """JSON-RPC messages in a response body, JSON or SSE."""
+    if not body:
+        return []
+    if content_type.startswith(b"text/event-stream"):
+        messages = []
+        for event in body.replace(b"\r\n", b"\n").split(b"\n\n"):
+            data = b"\n".join(
+                line[5:].removeprefix(b" ")
+                for line in event.split(b"\n")
+                if line.startswith(b"data:")
+            )
+            # Priming events (an id, no data) exist for resumption; skip them.
+            if data.strip():
+                messages.append(orjson.loads(data))
+        return messages
+    parsed = orjson.loads(body)
+    return parsed if isinstance(parsed, list) else [parsed]
+
+
+class HttpSession:
+    """One keep-alive connection carrying one MCP session."""
+
+    def __init__(self, host: str, port: int, path: str = "/mcp", timeout: float = 30.0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.conn = h11.Connection(h11.CLIENT)
+        self.path = path.encode()
+        self._base_headers = [
+            (b"host", f"{host}:{port}".encode()),
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+        ]
+        self.session_id: bytes | None = None
+        self.protocol_version: str | None = None
+        self.content_types: set[str] = set()
+        self._next_id = 1
+        # Response in progress.
+        self._status = 0
+        self._ctype = b""
+        self._resp_headers: list[tuple[bytes, bytes]] = []
+        self._body = bytearray()
+        self.pending_id: int | None = None
+        self.sent_at = 0
+
+    def take_id(self) -> int:
+        """A fresh JSON-RPC id for this session."""
+        rid = self._next_id
+        self._next_id += 1
+        return rid
+
+    def request_bytes(self, body: bytes) -> bytes:
+        """Serialize a POST carrying ``body`` with the session's headers."""
+        headers = [*self._base_headers, (b"content-length", str(len(body)).encode())]
+        if self.session_id is not None:
+            headers.append((b"mcp-session-id", self.session_id))
+        if self.protocol_version is not None:
+            headers.append((b"mcp-protocol-version", self.protocol_version.encode()))
+        send = self.conn.send
+        return b"".join(
+            (
+                send(h11.Request(method=b"POST", target=self.path, headers=headers)) or b"",
+                send(h11.Data(data=body)) or b"",
+                send(h11.EndOfMessage()) or b"",
+            )
+        )
+
+    def feed(self, data: bytes) -> bool:
+        """Give received bytes to h11; True once the current response is complete."""
+        self.conn.receive_data(data)
+        while True:
+            event = self.conn.next_event()
+            if event is h11.NEED_DATA:
+                return False
+            if isinstance(event, h11.Response):
+                self._status = event.status_code
+                self._resp_headers = list(event.headers)
+                self._ctype = next((v for k, v in event.headers if k == b"content-type"), b"")
+            elif isinstance(event, h11.Data):
+                self._body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                return True
+            elif isinstance(event, h11.ConnectionClosed):
+                raise BenchError("server closed the connection")
+            # InformationalResponse and PAUSED need nothing from us.
+
+    def finish(self) -> tuple[int, list[dict[str, Any]]]:
+        """Status and messages of the completed response; readies the next cycle."""
+        status, body, ctype = self._status, bytes(self._body), self._ctype
+        self._body.clear()
+        if self.conn.our_state is h11.MUST_CLOSE or self.conn.their_state is h11.MUST_CLOSE:
+            raise BenchError("server refused keep-alive")
+        self.conn.start_next_cycle()
+        if status >= 400:
+            raise BenchError(f"HTTP {status}: {body[:300]!r}")
+        if body:
+            self.content_types.add(ctype.split(b";")[0].decode())
+        return status, parse_body(ctype, body)
+
+    def roundtrip(self, body: bytes) -> tuple[int, list[dict[str, Any]]]:
+        """Blocking request/response, used for the handshake."""
+        self.sock.sendall(self.request_bytes(body))
+        while True:
+            data = self.sock.recv(1 << 16)
+            if self.feed(data):
+                return self.finish()
+
+    def initialize(self) -> None:
+        """initialize + notifications/initialized, keeping the session id and version."""
+        rid = self.take_id()
+        _, messages = self.roundtrip(initialize_request(rid))
+        self.session_id = next((v for k, v in self._resp_headers if k == b"mcp-session-id"), None)
+        reply = next((m for m in messages if m.get("id") == rid), None)
+        if reply is None or "result" not in reply:
+            raise BenchError(f"initialize failed: {messages!r}"[:400])
+        self.protocol_version = reply["result"].get("protocolVersion")
+        status, _ = self.roundtrip(INITIALIZED_NOTIFICATION)
+        if status not in (200, 202, 204):
+            raise BenchError(f"notifications/initialized got HTTP {status}")
+
+    def close(self) -> None:
+        """Drop the connection (sessions die with the server process)."""
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _run(
+    sessions: list[HttpSession],
+    duration: float,
+    max_calls: int,
+    *,
+    record: bool,
+    spin_ns: int = 0,
+) -> tuple[int, list[int]]:
+    """Keep one call in flight on every session until time runs out, then drain."""
+    samples: list[int] = []
+    clock = time.perf_counter_ns
+    stop = clock() + int(duration * 1e9)
+    sel = selectors.DefaultSelector()
+    sent = done = 0
+
+    def send_call(s: HttpSession) -> None:
+        nonlocal sent
+        rid = s.take_id()
+        s.pending_id = rid
+        payload = s.request_bytes(_CALL_HEAD + str(rid).encode() + _CALL_TAIL)
+        s.sent_at = clock()
+        s.sock.sendall(payload)
+        sent += 1
+
+    try:
+        for s in sessions:
+            sel.register(s.sock, selectors.EVENT_READ, s)
+            send_call(s)
+        active = len(sessions)
+        while active:
+            events = sel.select(0)
+            if not events and spin_ns:
+                # Same reason as pipe_client: a blocked client wakes ~80 us late here.
+                spin_stop = clock() + spin_ns
+                while not events and clock() < spin_stop:
+                    events = sel.select(0)
+            if not events:
+                events = sel.select(timeout=30)
+            if not events:
+                raise BenchError("no response within 30s")
+            for key, _ in events:
+                s = key.data
+                data = s.sock.recv(1 << 16)
+                if not s.feed(data):
+                    continue
+                t1 = clock()
+                _, messages = s.finish()
+                reply = next((m for m in messages if m.get("id") == s.pending_id), None)
+                if reply is None:
+                    raise BenchError(f"no response to call {s.pending_id}: {messages!r}"[:400])
+                check_echo_result(reply)
+                done += 1
+                if record:
+                    samples.append(t1 - s.sent_at)
+                if t1 < stop and sent < max_calls:
+                    send_call(s)
+                else:
+                    sel.unregister(s.sock)
+                    active -= 1
+    finally:
+        sel.close()
+    return done, samples
+
+
+def measure(
+    host: str,
+    port: int,
+    *,
+    conns: int = 1,
+    duration: float = 2.0,
+    warmup: float = 0.2,
+    max_calls: int = 10_000_000,
+    server_pid: int | None = None,
+    path: str = "/mcp",
+    spin_us: float = 0.0,
+) -> Measurement:
+    """Open ``conns`` sessions, warm up, then measure echo calls for ``duration`` seconds."""
+    sessions: list[HttpSession] = []
+    try:
+        for _ in range(conns):
+            s = HttpSession(host, port, path)
+            sessions.append(s)
+            s.initialize()
+        spin_ns = int(spin_us * 1000)
+        _run(sessions, warmup, max_calls, record=False, spin_ns=spin_ns)
+        cpu0 = time.process_time()
+        scpu0 = None if server_pid is None else _tree_cpu_seconds(server_pid)
+        t0 = time.perf_counter()
+        n, samples = _run(sessions, duration, max_calls, record=True, spin_ns=spin_ns)
+        elapsed = time.perf_counter() - t0
+        cpu1 = time.process_time()
+        scpu1 = None if server_pid is None else _tree_cpu_seconds(server_pid)
+    except (OSError, h11.ProtocolError) as exc:
+        raise BenchError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        for s in sessions:
+            s.close()
+    p50, p99 = latency_stats(samples)
+    return Measurement(
+        calls=n,
+        seconds=elapsed,
+        calls_per_s=n / elapsed,
+        p50_us=p50,
+        p99_us=p99,
+        protocol_version=sessions[0].protocol_version,
+        driver_cpu_us_per_call=(cpu1 - cpu0) / n * 1e6,
+        server_cpu_us_per_call=None if scpu0 is None or scpu1 is None else (scpu1 - scpu0) / n * 1e6,
+        extra={
+            "conns": conns,
+            "content_types": sorted(set().union(*(s.content_types for s in sessions))),
+        },
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """CLI: measure a running server and print JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--path", default="/mcp")
+    parser.add_argument("--conns", type=int, default=1)
+    parser.add_argument("--duration", type=float, default=2.0)
+    parser.add_argument("--spin-us", type=float, default=0.0)
+    parser.add_argument("--server-pid", type=int, default=None)
+    args = parser.parse_args(argv)
+    m = measure(
+        args.host,
+        args.port,
+        conns=args.conns,
+        duration=args.duration,
+        path=args.path,
+        spin_us=args.spin_us,
+        server_pid=args.server_pid,
+    )
+    sys.stdout.write(orjson.dumps(m.as_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+if __name__ == "__main__":
+    main()

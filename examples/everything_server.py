@@ -1,0 +1,455 @@
+"""Everything server: every feature the MCP conformance suite asks a server for.
+
+This example serves two purposes. It shows most of mcpactor's server API in one place,
+and it is the server the official conformance suite runs against
+(see docs/conformance.md for what each scenario checks):
+
+    python examples/everything_server.py --transport http --port 8000 &
+    scripts/conformance.sh server http://127.0.0.1:8000/mcp
+
+It also runs over stdio (the default), e.g. for an MCP inspector or another client:
+
+    python examples/everything_server.py
+    mcpactor run examples/everything_server.py:server
+
+The tool, resource and prompt names, and the texts they return, are the ones the
+suite expects. Do not rename them.
+"""
+
+import argparse
+import base64
+import io
+import json
+import struct
+import wave
+import zlib
+from typing import Any
+
+import trio
+
+from mcpactor import Audio, Context, Image, Server, ToolError
+from mcpactor.protocol.types import (
+    EmbeddedResource,
+    ImageContent,
+    PromptMessage,
+    TextContent,
+    TextResourceContents,
+)
+
+server = Server(
+    "mcp-conformance-test-server",
+    version="1.0.0",
+    instructions="A test server exercising every MCP feature: tools, resources, prompts, "
+    "completion, logging, progress, sampling and elicitation.",
+)
+
+
+# --------------------------------------------------------------------------- media
+
+
+def _tiny_png() -> bytes:
+    """A valid 1x1 red PNG, built by hand so the example needs no image library."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
+    pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte 0, then one red pixel
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
+def _tiny_wav() -> bytes:
+    """A valid WAV file: 10 ms of silence, 8 kHz mono 16-bit."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(8000)
+        wav.writeframes(b"\x00\x00" * 80)
+    return buffer.getvalue()
+
+
+PNG_BYTES = _tiny_png()
+WAV_BYTES = _tiny_wav()
+
+
+# --------------------------------------------------------------------------- tools: content
+
+
+@server.tool()
+async def test_simple_text() -> str:
+    """Tests simple text content response."""
+    return "This is a simple text response for testing."
+
+
+@server.tool()
+async def test_image_content() -> Image:
+    """Tests image content response (a 1x1 PNG)."""
+    return Image(PNG_BYTES, mime_type="image/png")
+
+
+@server.tool()
+async def test_audio_content() -> Audio:
+    """Tests audio content response (a short WAV file)."""
+    return Audio(WAV_BYTES, mime_type="audio/wav")
+
+
+@server.tool()
+async def test_embedded_resource() -> EmbeddedResource:
+    """Tests embedded resource content response."""
+    return EmbeddedResource(
+        resource=TextResourceContents(
+            uri="test://embedded-resource",
+            mime_type="text/plain",
+            text="This is an embedded resource content.",
+        )
+    )
+
+
+@server.tool()
+async def test_multiple_content_types() -> list[Any]:
+    """Tests response with multiple content types (text, image, resource)."""
+    return [
+        "Multiple content types test:",
+        Image(PNG_BYTES, mime_type="image/png"),
+        EmbeddedResource(
+            resource=TextResourceContents(
+                uri="test://mixed-content-resource",
+                mime_type="application/json",
+                text=json.dumps({"test": "data", "value": 123}, separators=(",", ":")),
+            )
+        ),
+    ]
+
+
+@server.tool()
+async def test_error_handling() -> str:
+    """Tests error response handling: always fails with an isError result."""
+    raise ToolError("This tool intentionally returns an error for testing")
+
+
+# --------------------------------------------------------------------------- tools: notifications
+
+
+@server.tool()
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Tests tool that emits log messages during execution."""
+    await ctx.info("Tool execution started")
+    await trio.sleep(0.05)
+    await ctx.info("Tool processing data")
+    await trio.sleep(0.05)
+    await ctx.info("Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+@server.tool()
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Tests tool that reports progress notifications (0, 50 and 100 of 100)."""
+    for progress in (0, 50, 100):
+        if progress:
+            await trio.sleep(0.05)
+        await ctx.report_progress(progress, 100, f"Completed step {progress} of 100")
+    return "Progress reported: 0, 50 and 100 of 100"
+
+
+@server.tool()
+async def test_reconnection(ctx: Context) -> str:
+    """Tests SSE stream disconnection and client reconnection (SEP-1699).
+
+    On streamable HTTP the server closes this request's SSE stream mid-call; the
+    client must reconnect with Last-Event-ID to receive the result. On stdio this
+    simply returns.
+    """
+    await ctx.close_sse_stream()
+    await trio.sleep(0.1)  # the result is produced while the client is away
+    return (
+        "Reconnection test completed successfully. If you received this, "
+        "the client properly reconnected after stream closure."
+    )
+
+
+@server.tool()
+async def test_update_watched_resource(ctx: Context) -> str:
+    """Sends notifications/resources/updated for test://watched-resource to subscribers."""
+    await ctx.notify_resource_updated("test://watched-resource")
+    return "Sent an update notification for test://watched-resource"
+
+
+# --------------------------------------------------------------------------- tools: client requests
+
+
+def _text_of(content: Any) -> str:
+    """The text of a sampled message (content may be one block or a list of them)."""
+    blocks = content if isinstance(content, list) else [content]
+    texts = [block.text for block in blocks if isinstance(block, TextContent)]
+    return "\n".join(texts) if texts else "No response"
+
+
+def _describe(result: Any) -> str:
+    """``action=..., content={...}`` for an elicitation result."""
+    content = json.dumps(result.content or {}, separators=(",", ":"))
+    return f"action={result.action}, content={content}"
+
+
+@server.tool()
+async def test_sampling(prompt: str, ctx: Context) -> str:
+    """Tests server-initiated sampling: asks the client's LLM to answer `prompt`."""
+    result = await ctx.sample(prompt, max_tokens=100)
+    return f"LLM response: {_text_of(result.content)}"
+
+
+@server.tool()
+async def test_elicitation(message: str, ctx: Context) -> str:
+    """Tests server-initiated elicitation: asks the user for a username and email."""
+    result = await ctx.elicit(
+        message,
+        {
+            "type": "object",
+            "properties": {
+                "username": {"type": "string", "description": "User's response"},
+                "email": {"type": "string", "description": "User's email address"},
+            },
+            "required": ["username", "email"],
+        },
+    )
+    return f"User response: {_describe(result)}"
+
+
+@server.tool()
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Tests elicitation with default values for every primitive type (SEP-1034)."""
+    result = await ctx.elicit(
+        "Please review and update the form fields with defaults",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                "age": {"type": "integer", "description": "User age", "default": 30},
+                "score": {"type": "number", "description": "User score", "default": 95.5},
+                "status": {
+                    "type": "string",
+                    "description": "User status",
+                    "enum": ["active", "inactive", "pending"],
+                    "default": "active",
+                },
+                "verified": {
+                    "type": "boolean",
+                    "description": "Verification status",
+                    "default": True,
+                },
+            },
+            "required": [],
+        },
+    )
+    return f"Elicitation completed: {_describe(result)}"
+
+
+@server.tool()
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Tests elicitation with all five enum schema variants (SEP-1330)."""
+    result = await ctx.elicit(
+        "Please select options from the enum fields",
+        {
+            "type": "object",
+            "properties": {
+                # Untitled single-select: a plain enum.
+                "untitledSingle": {
+                    "type": "string",
+                    "description": "Select one option",
+                    "enum": ["option1", "option2", "option3"],
+                },
+                # Titled single-select: oneOf with const/title pairs.
+                "titledSingle": {
+                    "type": "string",
+                    "description": "Select one option with titles",
+                    "oneOf": [
+                        {"const": "value1", "title": "First Option"},
+                        {"const": "value2", "title": "Second Option"},
+                        {"const": "value3", "title": "Third Option"},
+                    ],
+                },
+                # Legacy titled single-select: enum plus (deprecated) enumNames.
+                "legacyEnum": {
+                    "type": "string",
+                    "description": "Select one option (legacy)",
+                    "enum": ["opt1", "opt2", "opt3"],
+                    "enumNames": ["Option One", "Option Two", "Option Three"],
+                },
+                # Untitled multi-select: an array of enum strings.
+                "untitledMulti": {
+                    "type": "array",
+                    "description": "Select multiple options",
+                    "minItems": 1,
+                    "maxItems": 3,
+                    "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                },
+                # Titled multi-select: an array whose items are anyOf const/title pairs.
+                "titledMulti": {
+                    "type": "array",
+                    "description": "Select multiple options with titles",
+                    "minItems": 1,
+                    "maxItems": 3,
+                    "items": {
+                        "anyOf": [
+                            {"const": "value1", "title": "First Choice"},
+                            {"const": "value2", "title": "Second Choice"},
+                            {"const": "value3", "title": "Third Choice"},
+                        ]
+                    },
+                },
+            },
+            "required": [],
+        },
+    )
+    return f"Elicitation completed: {_describe(result)}"
+
+
+# --------------------------------------------------------------------------- tools: schemas
+
+#: A hand-written JSON Schema 2020-12 input schema; it must reach the client unchanged,
+#: including ``$schema``, ``$defs`` and ``additionalProperties`` (SEP-1613).
+JSON_SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+    },
+    "additionalProperties": False,
+}
+
+
+@server.tool(input_schema=JSON_SCHEMA_2020_12)
+async def json_schema_2020_12_tool(
+    name: str | None = None, address: dict[str, Any] | None = None
+) -> str:
+    """Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)."""
+    args = {
+        key: value for key, value in (("name", name), ("address", address)) if value is not None
+    }
+    return f"JSON Schema 2020-12 tool called with: {json.dumps(args, separators=(',', ':'))}"
+
+
+# --------------------------------------------------------------------------- resources
+
+
+@server.resource("test://static-text", mime_type="text/plain")
+async def static_text() -> str:
+    """A static text resource for testing."""
+    return "This is the content of the static text resource."
+
+
+@server.resource("test://static-binary", mime_type="image/png")
+async def static_binary() -> bytes:
+    """A static binary resource (a PNG image) for testing."""
+    return PNG_BYTES
+
+
+@server.resource_template("test://template/{id}/data", mime_type="application/json")
+async def template_data(id: str) -> str:
+    """A resource template with parameter substitution."""
+    return json.dumps(
+        {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":")
+    )
+
+
+@server.resource("test://watched-resource", mime_type="text/plain")
+async def watched_resource() -> str:
+    """A resource clients can subscribe to (see the test_update_watched_resource tool)."""
+    return "Watched resource content"
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+@server.prompt()
+async def test_simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@server.prompt()
+async def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    """A prompt with two required arguments, arg1 and arg2."""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@server.prompt()
+async def test_prompt_with_embedded_resource(resourceUri: str) -> list[PromptMessage]:
+    """A prompt that embeds the resource named by its resourceUri argument."""
+    return [
+        PromptMessage(
+            role="user",
+            content=EmbeddedResource(
+                resource=TextResourceContents(
+                    uri=resourceUri,
+                    mime_type="text/plain",
+                    text="Embedded resource content for testing.",
+                )
+            ),
+        ),
+        PromptMessage(
+            role="user", content=TextContent(text="Please process the embedded resource above.")
+        ),
+    ]
+
+
+@server.prompt()
+async def test_prompt_with_image() -> list[PromptMessage]:
+    """A prompt that includes image content."""
+    return [
+        PromptMessage(
+            role="user",
+            content=ImageContent(data=base64.b64encode(PNG_BYTES).decode(), mime_type="image/png"),
+        ),
+        PromptMessage(role="user", content=TextContent(text="Please analyze the image above.")),
+    ]
+
+
+# --------------------------------------------------------------------------- completion
+
+#: Suggestions offered for the arguments of test_prompt_with_arguments.
+SUGGESTIONS = {
+    "arg1": ["paris", "park", "party", "test", "testing"],
+    "arg2": ["alpha", "beta", "gamma"],
+}
+
+
+@server.completion()
+async def complete(ref: Any, argument: Any, context: Any) -> list[str]:
+    """Suggest values for prompt arguments and the template's {id}, by prefix."""
+    if ref.type == "ref/prompt" and ref.name == "test_prompt_with_arguments":
+        options = SUGGESTIONS.get(argument.name, [])
+    elif ref.type == "ref/resource" and argument.name == "id":
+        options = [str(n) for n in range(1, 11)]
+    else:
+        return []
+    return [option for option in options if option.startswith(argument.value)]
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args()
+    if args.transport == "stdio":
+        server.run(transport="stdio")
+    else:
+        server.run(transport="http", host=args.host, port=args.port)
+
+
+if __name__ == "__main__":
+    main()

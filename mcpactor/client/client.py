@@ -1,0 +1,356 @@
+"""``Client``: calling an MCP server, and answering what the server asks back."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+
+from mcpactor import __version__
+from mcpactor.protocol import connection as pc
+from mcpactor.protocol import types as t
+from mcpactor.protocol import versions
+from mcpactor.protocol.connection import Connection
+from mcpactor.protocol.convert import to_wire
+from mcpactor.protocol.errors import MethodNotFound
+from mcpactor.protocol.lifecycle import Role
+from mcpactor.session.context import RequestContext
+from mcpactor.session.session import Limits, Session
+from mcpactor.session.tracker import ProgressCallback, Timeout
+from mcpactor.tracing.tracer import Tracer
+from mcpactor.transports.base import Transport
+
+log = logging.getLogger("mcpactor.client")
+
+SamplingHandler = Callable[[t.CreateMessageRequestParams, RequestContext], Awaitable[Any]]
+ElicitationHandler = Callable[[Any, RequestContext], Awaitable[Any]]
+RootsProvider = Callable[[], Awaitable[list[t.Root]]] | list[t.Root]
+NotificationCallback = Callable[[Any], Awaitable[None] | None]
+
+
+@attrs.define
+class ClientHandlers:
+    """What the client does when the server asks (and what it declares it can do).
+
+    A capability is declared exactly when its handler is given: ``sampling`` with a
+    sampling handler, ``elicitation`` with an elicitation handler, ``roots`` with roots.
+    """
+
+    sampling: SamplingHandler | None = None
+    elicitation: ElicitationHandler | None = None
+    #: Form and URL elicitation modes to declare (2025-11-25); form only by default.
+    elicitation_modes: tuple[str, ...] = ("form",)
+    roots: RootsProvider | None = None
+    on_log: NotificationCallback | None = None
+    on_tools_changed: NotificationCallback | None = None
+    on_resources_changed: NotificationCallback | None = None
+    on_prompts_changed: NotificationCallback | None = None
+    on_resource_updated: NotificationCallback | None = None
+    on_notification: NotificationCallback | None = None
+
+    def capabilities(self) -> dict[str, Any]:
+        """The client capabilities these handlers imply (wire form)."""
+        caps: dict[str, Any] = {}
+        if self.sampling is not None:
+            caps["sampling"] = {}
+        if self.elicitation is not None:
+            caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
+        if self.roots is not None:
+            caps["roots"] = {"listChanged": True}
+        return caps
+
+
+class _ClientHandler:
+    """Implements :class:`mcpactor.session.SessionHandler` for the client role."""
+
+    def __init__(self, handlers: ClientHandlers) -> None:
+        self.h = handlers
+
+    async def handle_request(self, rc: RequestContext) -> Any:
+        h = self.h
+        if rc.method == "sampling/createMessage" and h.sampling is not None:
+            return await h.sampling(rc.params, rc)
+        if rc.method == "elicitation/create" and h.elicitation is not None:
+            return await h.elicitation(rc.params, rc)
+        if rc.method == "roots/list" and h.roots is not None:
+            roots = h.roots if isinstance(h.roots, list) else await h.roots()
+            return t.ListRootsResult(roots=roots)
+        raise MethodNotFound(f"Method not found: {rc.method}")
+
+    async def handle_notification(self, session: Session, event: pc.NotificationReceived) -> None:
+        h = self.h
+        cb = {
+            "notifications/message": h.on_log,
+            "notifications/tools/list_changed": h.on_tools_changed,
+            "notifications/resources/list_changed": h.on_resources_changed,
+            "notifications/prompts/list_changed": h.on_prompts_changed,
+            "notifications/resources/updated": h.on_resource_updated,
+        }.get(event.method)
+        for fn in (cb, h.on_notification):
+            if fn is not None:
+                r = fn(event.params if fn is cb else event)
+                if r is not None:
+                    await r
+
+    def on_initialized(self, session: Session, event: pc.Initialized) -> None:
+        pass
+
+    def on_operation_started(self, session: Session) -> None:
+        pass
+
+    def on_closed(self, session: Session) -> None:
+        pass
+
+
+class Client:
+    """A connected, initialized MCP client session.
+
+    Get one from :func:`connect_stdio` (or another ``connect_*``); every method sends one
+    request and returns its typed result. ``timeout`` is in seconds (or a
+    :class:`Timeout` for progress-reset and hard-maximum control); cancelling the
+    calling task cancels the request on the server too.
+    """
+
+    def __init__(self, session: Session, default_timeout: Timeout | float | None = None) -> None:
+        self.session = session
+        self.default_timeout = default_timeout
+        self.init_result: dict[str, Any] = {}
+
+    # -- negotiated state -------------------------------------------------------------
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol version."""
+        return self.session.connection.protocol_version
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        """The server's ``serverInfo``."""
+        return self.session.connection.peer_info or {}
+
+    @property
+    def server_capabilities(self) -> dict[str, Any]:
+        """What the server declared."""
+        return self.session.connection.peer_capabilities or {}
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions, if it sent any."""
+        return self.session.connection.peer_instructions
+
+    async def _initialize(self, protocol_version: str, timeout: float | None) -> None:
+        rid, data = self.session.connection.start_initialize(protocol_version)
+        from mcpactor.session.tracker import Waiter
+
+        waiter = Waiter(rid, "initialize", Timeout(timeout), None, trio.current_time())
+        self.session.tracker.add(waiter)
+        await self.session.send_raw(data)
+        with trio.fail_after(timeout if timeout is not None else float("inf")):
+            await waiter.event.wait()
+        if waiter.error is not None:
+            raise waiter.error
+        self.init_result = waiter.result
+
+    # -- requests ---------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: Timeout | float | None = None,
+        on_progress: ProgressCallback | None = None,
+        result_cls: Any = None,
+    ) -> Any:
+        """Send any request (also custom methods) and return its result."""
+        return await self.session.request(
+            method,
+            params,
+            timeout=timeout if timeout is not None else self.default_timeout,
+            on_progress=on_progress,
+            result_cls=result_cls,
+        )
+
+    async def ping(self, *, timeout: Timeout | float | None = None) -> None:
+        """Check that the server answers."""
+        await self.request("ping", None, timeout=timeout)
+
+    async def list_tools(self, cursor: str | None = None, **kw: Any) -> t.ListToolsResult:
+        """One page of tools."""
+        return await self.request("tools/list", _page(cursor), **kw)  # type: ignore[no-any-return]
+
+    async def list_all_tools(self, **kw: Any) -> list[t.Tool]:
+        """Every tool, following pagination."""
+        out: list[t.Tool] = []
+        cursor = None
+        while True:
+            page = await self.list_tools(cursor, **kw)
+            out.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return out
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: Timeout | float | None = None,
+        on_progress: ProgressCallback | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> t.CallToolResult:
+        """Call a tool. Execution failures come back as ``is_error`` results; protocol
+        errors (unknown tool, malformed call) raise :class:`McpError`."""
+        params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+        if meta:
+            params["_meta"] = meta
+        return await self.request(  # type: ignore[no-any-return]
+            "tools/call", params, timeout=timeout, on_progress=on_progress
+        )
+
+    async def list_resources(self, cursor: str | None = None, **kw: Any) -> t.ListResourcesResult:
+        """One page of resources."""
+        return await self.request("resources/list", _page(cursor), **kw)  # type: ignore[no-any-return]
+
+    async def list_resource_templates(
+        self, cursor: str | None = None, **kw: Any
+    ) -> t.ListResourceTemplatesResult:
+        """One page of resource templates."""
+        return await self.request("resources/templates/list", _page(cursor), **kw)  # type: ignore[no-any-return]
+
+    async def read_resource(self, uri: str, **kw: Any) -> t.ReadResourceResult:
+        """Read a resource; a missing one raises McpError -32602 with ``data.uri``."""
+        return await self.request("resources/read", {"uri": uri}, **kw)  # type: ignore[no-any-return]
+
+    async def resource_metadata(self, uri: str, **kw: Any) -> t.ReadResourceMetadataResult:
+        """A resource's metadata without its contents (SEP-2093)."""
+        return await self.request("resources/metadata", {"uri": uri}, **kw)  # type: ignore[no-any-return]
+
+    async def subscribe(self, uri: str, **kw: Any) -> None:
+        """Ask for ``notifications/resources/updated`` about ``uri``."""
+        await self.request("resources/subscribe", {"uri": uri}, **kw)
+
+    async def unsubscribe(self, uri: str, **kw: Any) -> None:
+        """Stop updates about ``uri``."""
+        await self.request("resources/unsubscribe", {"uri": uri}, **kw)
+
+    async def list_prompts(self, cursor: str | None = None, **kw: Any) -> t.ListPromptsResult:
+        """One page of prompts."""
+        return await self.request("prompts/list", _page(cursor), **kw)  # type: ignore[no-any-return]
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None, **kw: Any
+    ) -> t.GetPromptResult:
+        """Render a prompt."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        return await self.request("prompts/get", params, **kw)  # type: ignore[no-any-return]
+
+    async def complete(
+        self,
+        ref: t.PromptReference | t.ResourceTemplateReference | dict[str, Any],
+        argument: dict[str, str] | t.CompletionArgument,
+        context: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> t.CompleteResult:
+        """Ask for completions of one argument."""
+        params: dict[str, Any] = {
+            "ref": ref if isinstance(ref, dict) else to_wire(ref),
+            "argument": argument if isinstance(argument, dict) else to_wire(argument),
+        }
+        if context is not None:
+            params["context"] = context
+        return await self.request("completion/complete", params, **kw)  # type: ignore[no-any-return]
+
+    async def set_logging_level(self, level: str, **kw: Any) -> None:
+        """The minimum level of log messages the server should send."""
+        await self.request("logging/setLevel", {"level": level}, **kw)
+
+    async def send_roots_list_changed(self) -> None:
+        """Tell the server the roots changed."""
+        await self.session.notify("notifications/roots/list_changed")
+
+    async def aclose(self) -> None:
+        """End the session."""
+        self.session.close("client closed")
+        await self.session.closed.wait()
+
+
+def _page(cursor: str | None) -> dict[str, Any] | None:
+    return {"cursor": cursor} if cursor is not None else None
+
+
+@asynccontextmanager
+async def connect_transport(
+    transport: Transport,
+    *,
+    handlers: ClientHandlers | None = None,
+    client_info: dict[str, Any] | None = None,
+    protocol_version: str = versions.LATEST_VERSION,
+    timeout: Timeout | float | None = None,
+    init_timeout: float | None = 30.0,
+    tracer: Tracer | None = None,
+    limits: Limits = Limits(),  # noqa: B008 - frozen
+) -> AsyncIterator[Client]:
+    """Open a client session over any transport and initialize it."""
+    handlers = handlers or ClientHandlers()
+    conn = Connection(
+        Role.CLIENT,
+        info=client_info or {"name": "mcpactor-client", "version": __version__},
+        capabilities=handlers.capabilities(),
+    )
+    session = Session(transport, conn, _ClientHandler(handlers), tracer=tracer, limits=limits)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        client = Client(session, default_timeout=timeout)
+        try:
+            await client._initialize(protocol_version, init_timeout)
+            yield client
+        finally:
+            session.close("client closed")
+            with trio.CancelScope(shield=True):
+                await session.closed.wait()
+
+
+@asynccontextmanager
+async def connect_stdio(
+    command: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    handlers: ClientHandlers | None = None,
+    client_info: dict[str, Any] | None = None,
+    protocol_version: str = versions.LATEST_VERSION,
+    timeout: Timeout | float | None = None,
+    init_timeout: float | None = 30.0,
+    tracer: Tracer | None = None,
+    shutdown_timeout: float = 2.0,
+) -> AsyncIterator[Client]:
+    """Spawn ``command`` as an MCP server over stdio and connect to it.
+
+    On exit the server is shut down as the spec says: stdin closed, then SIGTERM, then
+    SIGKILL if it does not exit within ``shutdown_timeout`` seconds each.
+    """
+    from mcpactor.transports.stdio import StdioClientTransport
+
+    transport = await StdioClientTransport.spawn(
+        command, env=env, cwd=cwd, shutdown_timeout=shutdown_timeout
+    )
+    try:
+        async with connect_transport(
+            transport,
+            handlers=handlers,
+            client_info=client_info,
+            protocol_version=protocol_version,
+            timeout=timeout,
+            init_timeout=init_timeout,
+            tracer=tracer,
+        ) as client:
+            yield client
+    finally:
+        await transport.aclose()

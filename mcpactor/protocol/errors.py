@@ -1,0 +1,107 @@
+"""JSON-RPC error codes and the typed errors of the protocol core.
+
+Every error says whose fault it is: a :class:`RemoteProtocolError` means the peer broke
+a rule (we answer it with the error's code), a :class:`LocalProtocolError` means our own
+code tried to break one (a bug or a misuse of the API, raised to the caller).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+#: MCP: the peer does not support URL-mode elicitation that a request needs (2025-11-25).
+URL_ELICITATION_REQUIRED = -32042
+#: Used by SEP-2093 and the resources page for a missing resource (same as invalid params).
+RESOURCE_NOT_FOUND = INVALID_PARAMS
+#: Request cancelled or timed out locally (never sent on the wire; used for typed errors).
+REQUEST_TIMEOUT = -32001
+CONNECTION_CLOSED = -32000
+
+
+class McpError(Exception):
+    """An error that maps onto a JSON-RPC error object: code, message and optional data."""
+
+    code: int = INTERNAL_ERROR
+
+    def __init__(self, message: str, *, code: int | None = None, data: Any = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.message = message
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member for this exception."""
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code}, message={self.message!r}, data={self.data!r})"
+
+
+class RemoteProtocolError(McpError):
+    """The peer sent something the protocol forbids; answered with ``code``."""
+
+
+class ParseError(RemoteProtocolError):
+    """Bytes that are not JSON (or not UTF-8)."""
+
+    code = PARSE_ERROR
+
+
+class InvalidRequest(RemoteProtocolError):
+    """JSON that is not a valid JSON-RPC message, or a message not allowed now."""
+
+    code = INVALID_REQUEST
+
+
+class MethodNotFound(RemoteProtocolError):
+    """A method we do not implement, or one behind a capability we did not declare."""
+
+    code = METHOD_NOT_FOUND
+
+
+class InvalidParams(RemoteProtocolError):
+    """Params that do not match the method's schema; ``data`` names the failing path."""
+
+    code = INVALID_PARAMS
+
+
+class InternalError(McpError):
+    """Something failed on our side while handling a valid request."""
+
+    code = INTERNAL_ERROR
+
+
+class LocalProtocolError(McpError):
+    """Our own code tried to do something the protocol forbids (e.g. use a capability
+    the peer did not declare, or send a request before initialization)."""
+
+    code = INVALID_REQUEST
+
+
+class CapabilityNotSupported(LocalProtocolError):
+    """The peer did not declare the capability this message needs."""
+
+
+class RequestError(McpError):
+    """The peer answered one of our requests with a JSON-RPC error."""
+
+
+class RequestTimeout(McpError):
+    """One of our requests got no answer in time; a cancellation was sent."""
+
+    code = REQUEST_TIMEOUT
+
+
+class ConnectionClosed(McpError):
+    """The session ended before an answer arrived."""
+
+    code = CONNECTION_CLOSED

@@ -1,0 +1,311 @@
+"""The MCP method table: for each method, its params and result classes, who may send it,
+whether it is a request or a notification, the capability it needs, and its first version.
+
+The core uses it to parse params (``from_wire(params, spec.params_cls)``), to refuse a
+method the receiving side did not declare (``capability``), and to refuse a method the
+negotiated protocol version does not have (``since``; versions are ISO dates, so they
+compare as strings).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from . import types as t
+from .convert import to_wire
+
+Direction = Literal["client_to_server", "server_to_client", "both"]
+Kind = Literal["request", "notification"]
+
+__all__ = [
+    "CAPABILITY_SINCE",
+    "CLIENT_CAPABILITIES",
+    "EXTENSION_METHODS",
+    "METHODS",
+    "Direction",
+    "Kind",
+    "MethodSpec",
+    "capability_since",
+    "has_capability",
+    "notification_spec",
+    "request_spec",
+]
+
+
+@attrs.frozen(kw_only=True)
+class MethodSpec:
+    """How one JSON-RPC method of MCP behaves.
+
+    ``params_cls`` is a class or a union alias accepted by ``from_wire`` (``None``: the
+    method takes no params worth parsing); ``result_cls`` is ``None`` for notifications.
+    ``capability`` is a path of wire (camelCase) names into the capabilities of the side
+    that provides the feature (see :attr:`capability_owner`): ``("resources", "subscribe")``
+    means ``capabilities.resources.subscribe`` must be declared; ``None`` means always
+    allowed. Check it with :func:`has_capability`.
+    """
+
+    method: str
+    params_cls: Any
+    result_cls: Any
+    direction: Direction
+    kind: Kind
+    capability: tuple[str, ...] | None = None
+    since: str = "2024-11-05"
+
+    def allowed_in(self, protocol_version: str) -> bool:
+        """Whether this method exists in ``protocol_version``."""
+        return protocol_version >= self.since
+
+    @property
+    def capability_owner(self) -> Literal["server", "client"] | None:
+        """Whose capabilities ``capability`` is looked up in (``None`` if ungated)."""
+        if self.capability is None:
+            return None
+        return "client" if self.capability[0] in CLIENT_CAPABILITIES else "server"
+
+
+def _request(
+    method: str,
+    params_cls: Any,
+    result_cls: Any,
+    direction: Direction,
+    capability: tuple[str, ...] | None = None,
+    since: str = "2024-11-05",
+) -> MethodSpec:
+    return MethodSpec(
+        method=method,
+        params_cls=params_cls,
+        result_cls=result_cls,
+        direction=direction,
+        kind="request",
+        capability=capability,
+        since=since,
+    )
+
+
+def _notification(
+    method: str,
+    params_cls: Any,
+    direction: Direction,
+    capability: tuple[str, ...] | None = None,
+    since: str = "2024-11-05",
+) -> MethodSpec:
+    return MethodSpec(
+        method=method,
+        params_cls=params_cls,
+        result_cls=None,
+        direction=direction,
+        kind="notification",
+        capability=capability,
+        since=since,
+    )
+
+
+_SPECS = [
+    # lifecycle and utilities
+    _request("initialize", t.InitializeRequestParams, t.InitializeResult, "client_to_server"),
+    _request("ping", t.RequestParams, t.EmptyResult, "both"),
+    _notification("notifications/initialized", t.NotificationParams, "client_to_server"),
+    _notification("notifications/cancelled", t.CancelledNotificationParams, "both"),
+    _notification("notifications/progress", t.ProgressNotificationParams, "both"),
+    # tools
+    _request(
+        "tools/list", t.PaginatedRequestParams, t.ListToolsResult, "client_to_server", ("tools",)
+    ),
+    _request(
+        "tools/call", t.CallToolRequestParams, t.CallToolResult, "client_to_server", ("tools",)
+    ),
+    _notification(
+        "notifications/tools/list_changed",
+        t.NotificationParams,
+        "server_to_client",
+        ("tools", "listChanged"),
+    ),
+    # resources
+    _request(
+        "resources/list",
+        t.PaginatedRequestParams,
+        t.ListResourcesResult,
+        "client_to_server",
+        ("resources",),
+    ),
+    _request(
+        "resources/templates/list",
+        t.PaginatedRequestParams,
+        t.ListResourceTemplatesResult,
+        "client_to_server",
+        ("resources",),
+    ),
+    _request(
+        "resources/read",
+        t.ReadResourceRequestParams,
+        t.ReadResourceResult,
+        "client_to_server",
+        ("resources",),
+    ),
+    _request(
+        "resources/subscribe",
+        t.SubscribeRequestParams,
+        t.EmptyResult,
+        "client_to_server",
+        ("resources", "subscribe"),
+    ),
+    _request(
+        "resources/unsubscribe",
+        t.UnsubscribeRequestParams,
+        t.EmptyResult,
+        "client_to_server",
+        ("resources", "subscribe"),
+    ),
+    # SEP-2093 (draft extension, not in any released revision): gated like the 2025-11-25
+    # features so older sessions never see it.
+    _request(
+        "resources/metadata",
+        t.ReadResourceMetadataRequestParams,
+        t.ReadResourceMetadataResult,
+        "client_to_server",
+        ("resources",),
+        since="2025-11-25",
+    ),
+    _notification(
+        "notifications/resources/updated",
+        t.ResourceUpdatedNotificationParams,
+        "server_to_client",
+        ("resources", "subscribe"),
+    ),
+    _notification(
+        "notifications/resources/list_changed",
+        t.NotificationParams,
+        "server_to_client",
+        ("resources", "listChanged"),
+    ),
+    # prompts
+    _request(
+        "prompts/list",
+        t.PaginatedRequestParams,
+        t.ListPromptsResult,
+        "client_to_server",
+        ("prompts",),
+    ),
+    _request(
+        "prompts/get",
+        t.GetPromptRequestParams,
+        t.GetPromptResult,
+        "client_to_server",
+        ("prompts",),
+    ),
+    _notification(
+        "notifications/prompts/list_changed",
+        t.NotificationParams,
+        "server_to_client",
+        ("prompts", "listChanged"),
+    ),
+    # completion: the method exists since 2024-11-05, but the ``completions`` capability
+    # that gates it only since 2025-03-26 (see ``capability_since``).
+    _request(
+        "completion/complete",
+        t.CompleteRequestParams,
+        t.CompleteResult,
+        "client_to_server",
+        ("completions",),
+    ),
+    # logging
+    _request(
+        "logging/setLevel",
+        t.SetLevelRequestParams,
+        t.EmptyResult,
+        "client_to_server",
+        ("logging",),
+    ),
+    _notification(
+        "notifications/message",
+        t.LoggingMessageNotificationParams,
+        "server_to_client",
+        ("logging",),
+    ),
+    # client features
+    _request(
+        "sampling/createMessage",
+        t.CreateMessageRequestParams,
+        t.CreateMessageResult,
+        "server_to_client",
+        ("sampling",),
+    ),
+    _request(
+        "elicitation/create",
+        t.ElicitRequestParams,
+        t.ElicitResult,
+        "server_to_client",
+        ("elicitation",),
+        since="2025-06-18",
+    ),
+    _notification(
+        "notifications/elicitation/complete",
+        t.ElicitationCompleteNotificationParams,
+        "server_to_client",
+        ("elicitation", "url"),
+        since="2025-11-25",
+    ),
+    _request("roots/list", t.RequestParams, t.ListRootsResult, "server_to_client", ("roots",)),
+    _notification(
+        "notifications/roots/list_changed",
+        t.NotificationParams,
+        "client_to_server",
+        ("roots", "listChanged"),
+    ),
+]
+
+#: Every method of 2025-11-25 (tasks excluded) plus ``resources/metadata``, by name.
+METHODS: dict[str, MethodSpec] = {spec.method: spec for spec in _SPECS}
+
+#: Methods that are not part of a released protocol revision.
+EXTENSION_METHODS: frozenset[str] = frozenset({"resources/metadata"})
+
+#: First version in which a capability can be declared. A capability gate in
+#: ``MethodSpec.capability`` only applies from this version on; before it the method
+#: was allowed without the declaration (2024-11-05 servers answered completion/complete
+#: without a ``completions`` capability).
+CAPABILITY_SINCE: dict[tuple[str, ...], str] = {
+    ("completions",): "2025-03-26",
+    ("elicitation",): "2025-06-18",
+    ("elicitation", "url"): "2025-11-25",
+}
+
+
+#: Top-level capabilities a client declares; every other gate is a server capability.
+CLIENT_CAPABILITIES: frozenset[str] = frozenset({"sampling", "elicitation", "roots"})
+
+
+def has_capability(capabilities: Any, path: tuple[str, ...]) -> bool:
+    """Whether ``capabilities`` (an attrs capabilities object or its wire dict) declares ``path``.
+
+    An object member is declared by being present, even as ``{}``; a boolean flag such as
+    ``subscribe`` or ``listChanged`` must be ``true``.
+    """
+    node = capabilities if isinstance(capabilities, dict) else to_wire(capabilities)
+    for key in path:
+        if not isinstance(node, dict):
+            return False
+        node = node.get(key)
+        if node is None or node is False:
+            return False
+    return True
+
+
+def capability_since(capability: tuple[str, ...]) -> str:
+    """The first protocol version that has ``capability`` (``2024-11-05`` unless listed)."""
+    return CAPABILITY_SINCE.get(capability, "2024-11-05")
+
+
+def request_spec(method: str) -> MethodSpec | None:
+    """The spec of request ``method``, or ``None`` if it is unknown or a notification."""
+    spec = METHODS.get(method)
+    return spec if spec is not None and spec.kind == "request" else None
+
+
+def notification_spec(method: str) -> MethodSpec | None:
+    """The spec of notification ``method``, or ``None`` if it is unknown or a request."""
+    spec = METHODS.get(method)
+    return spec if spec is not None and spec.kind == "notification" else None

@@ -1,0 +1,56 @@
+"""Protocol revisions: which we speak, how a version is negotiated, and what each allows."""
+
+from __future__ import annotations
+
+V2024_11_05 = "2024-11-05"
+V2025_03_26 = "2025-03-26"
+V2025_06_18 = "2025-06-18"
+V2025_11_25 = "2025-11-25"
+
+#: Oldest first. Revisions are an enumerated set; ordering questions go through this tuple
+#: rather than string comparison so an unknown string never sorts as "newer".
+SUPPORTED_VERSIONS: tuple[str, ...] = (V2024_11_05, V2025_03_26, V2025_06_18, V2025_11_25)
+LATEST_VERSION = SUPPORTED_VERSIONS[-1]
+#: What a Streamable HTTP server assumes when a request carries no MCP-Protocol-Version.
+HTTP_DEFAULT_VERSION = V2025_03_26
+
+_RANK = {v: i for i, v in enumerate(SUPPORTED_VERSIONS)}
+
+
+def is_supported(version: str) -> bool:
+    """Whether we can speak ``version``."""
+    return version in _RANK
+
+
+def at_least(version: str, minimum: str) -> bool:
+    """Whether ``version`` is ``minimum`` or newer; unknown versions are never newer."""
+    rank = _RANK.get(version)
+    return rank is not None and rank >= _RANK[minimum]
+
+
+def negotiate(requested: str, supported: tuple[str, ...] = SUPPORTED_VERSIONS) -> str:
+    """The server's answer to a client's requested version.
+
+    The spec: answer with the same version if supported, otherwise with another version
+    the server supports, which should be its latest.
+    """
+    if requested in supported:
+        return requested
+    return supported[-1]
+
+
+def allows_batches(version: str | None) -> bool:
+    """Only 2025-03-26 has JSON-RPC batching; 2025-06-18 removed it again."""
+    return version == V2025_03_26
+
+
+def has_completions_capability(version: str) -> bool:
+    """2024-11-05 had completion/complete without a capability to declare it."""
+    return at_least(version, V2025_03_26)
+
+
+def json_schema_dialect(version: str) -> str | None:
+    """The dialect implied for schemas without ``$schema`` (2025-11-25: 2020-12)."""
+    if at_least(version, V2025_11_25):
+        return "https://json-schema.org/draft/2020-12/schema"
+    return None

@@ -1,0 +1,425 @@
+"""``Server``: the registry users decorate, and the entry points that serve it."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import trio
+
+from mcpactor.protocol import types as t
+from mcpactor.protocol.connection import Connection
+from mcpactor.protocol.convert import from_wire, to_wire
+from mcpactor.protocol.lifecycle import Role
+from mcpactor.server.content import _CONTENT_TYPES
+from mcpactor.server.context import Context, session_state
+from mcpactor.server.registry import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
+from mcpactor.server.schema import build_signature, validate_tool_name
+from mcpactor.server.uri_template import UriTemplate
+from mcpactor.session.session import Limits, Session
+from mcpactor.tracing.tracer import Tracer
+from mcpactor.transports.base import Transport
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_UNSTRUCTURED = (*_CONTENT_TYPES, t.CallToolResult)
+
+
+def _first_line(doc: str | None) -> str | None:
+    if not doc:
+        return None
+    return inspect.cleandoc(doc).strip() or None
+
+
+def _context_param(fn: Callable[..., Any]) -> str | None:
+    try:
+        hints = inspect.get_annotations(fn, eval_str=True)
+    except Exception:
+        hints = getattr(fn, "__annotations__", {})
+    for name, ann in hints.items():
+        if name != "return" and (ann is Context or getattr(ann, "__name__", None) == "Context"):
+            return name
+    return None
+
+
+def _as(cls: Any, value: Any) -> Any:
+    if value is None or isinstance(value, cls):
+        return value
+    return from_wire(value, cls)
+
+
+def _icons(icons: list[t.Icon] | list[dict[str, Any]] | None) -> list[t.Icon] | None:
+    if icons is None:
+        return None
+    return [_as(t.Icon, i) for i in icons]
+
+
+class Server:
+    """An MCP server: decorate functions to offer tools, resources, prompts, completions.
+
+    The same ``Server`` serves any number of sessions over any transport; each session
+    is its own actor tree (see :mod:`mcpactor.session`).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.0.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        icons: list[t.Icon] | list[dict[str, Any]] | None = None,
+        instructions: str | None = None,
+        page_size: int = 100,
+        limits: Limits = Limits(),  # noqa: B008 - frozen
+    ) -> None:
+        self.info = t.Implementation(
+            name=name,
+            version=version,
+            title=title,
+            description=description,
+            website_url=website_url,
+            icons=_icons(icons),
+        )
+        self.instructions = instructions
+        self.page_size = page_size
+        self.limits = limits
+        self.tools: dict[str, ToolEntry] = {}
+        self.resources: dict[str, ResourceEntry] = {}
+        self.templates: list[TemplateEntry] = []
+        self.prompts: dict[str, PromptEntry] = {}
+        self.completion_handler: Callable[..., Any] | None = None
+        self.roots_changed_handler: Callable[..., Any] | None = None
+        self.sessions: set[Session] = set()
+        self.custom_methods: dict[str, Callable[..., Any]] = {}
+
+    # -- capabilities ---------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, Any]:
+        """The capabilities this server declares (wire form)."""
+        caps: dict[str, Any] = {"logging": {}}
+        if self.tools:
+            caps["tools"] = {"listChanged": True}
+        if self.resources or self.templates:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self.completion_handler is not None:
+            caps["completions"] = {}
+        return caps
+
+    # -- decorators -----------------------------------------------------------------
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: t.ToolAnnotations | dict[str, Any] | None = None,
+        icons: list[t.Icon] | list[dict[str, Any]] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register an ``async def`` (or plain ``def``) as a tool.
+
+        The input schema comes from the parameters' type hints; the description from
+        the docstring. A structured return type (see :mod:`mcpactor.server.schema`) gives
+        an ``outputSchema`` and ``structuredContent``; ``structured_output=False`` turns
+        that off, ``output_schema=`` overrides the generated one.
+        """
+
+        def register(fn: F) -> F:
+            tool_name = name or fn.__name__
+            validate_tool_name(tool_name)
+            if tool_name in self.tools:
+                raise ValueError(f"a tool named {tool_name!r} is already registered")
+            sig = build_signature(fn, skip=(Context,), unstructured=_UNSTRUCTURED)
+            out_schema = sig.output_schema
+            if structured_output is False:
+                out_schema = None
+            if output_schema is not None:
+                out_schema = output_schema
+            if out_schema is not sig.output_schema:
+                import attrs as _attrs
+
+                sig = _attrs.evolve(sig, output_schema=out_schema)
+            tool = t.Tool(
+                name=tool_name,
+                title=title,
+                description=description if description is not None else _first_line(fn.__doc__),
+                input_schema=sig.input_schema,
+                output_schema=out_schema,
+                annotations=_as(t.ToolAnnotations, annotations),
+                icons=_icons(icons),
+                meta=meta,
+            )
+            self.tools[tool_name] = ToolEntry(fn, sig, tool, inspect.iscoroutinefunction(fn))
+            return fn
+
+        return register
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool (call :meth:`notify_tools_list_changed` afterwards)."""
+        del self.tools[name]
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        is_collection: bool | None = None,
+        annotations: t.Annotations | dict[str, Any] | None = None,
+        icons: list[t.Icon] | list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a function that returns the contents of one resource URI.
+
+        Return ``str`` for text, ``bytes`` for a blob, or resource-contents objects (several
+        for format alternatives, or for children when ``is_collection=True``). A URI with
+        ``{variables}`` registers a template instead (see :meth:`resource_template`).
+        """
+        if "{" in uri:
+            return self.resource_template(
+                uri, name=name, title=title, description=description, mime_type=mime_type,
+                annotations=annotations, icons=icons, meta=meta, is_collection=is_collection,
+            )
+
+        def register(fn: F) -> F:
+            res = t.Resource(
+                uri=uri,
+                name=name or fn.__name__,
+                title=title,
+                description=description if description is not None else _first_line(fn.__doc__),
+                mime_type=mime_type,
+                size=size,
+                is_collection=is_collection,
+                annotations=_as(t.Annotations, annotations),
+                icons=_icons(icons),
+                meta=meta,
+            )
+            self.resources[uri] = ResourceEntry(
+                fn, res, _context_param(fn), inspect.iscoroutinefunction(fn)
+            )
+            return fn
+
+        return register
+
+    def resource_template(
+        self,
+        uri_template: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        is_collection: bool | None = None,
+        annotations: t.Annotations | dict[str, Any] | None = None,
+        icons: list[t.Icon] | list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a function serving every URI that matches an RFC 6570 template; the
+        template's variables are passed as keyword arguments."""
+        matcher = UriTemplate(uri_template)
+
+        def register(fn: F) -> F:
+            params = dict(inspect.signature(fn).parameters)
+            missing = [v for v in matcher.variables if v not in params]
+            if missing and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                raise TypeError(
+                    f"{fn.__name__}() has no parameter for template variable(s) {missing}"
+                )
+            tpl = t.ResourceTemplate(
+                uri_template=uri_template,
+                name=name or fn.__name__,
+                title=title,
+                description=description if description is not None else _first_line(fn.__doc__),
+                mime_type=mime_type,
+                annotations=_as(t.Annotations, annotations),
+                icons=_icons(icons),
+                meta=meta,
+            )
+            self.templates.append(
+                TemplateEntry(
+                    fn, tpl, matcher, params, _context_param(fn),
+                    inspect.iscoroutinefunction(fn), is_collection,
+                )
+            )
+            return fn
+
+        return register
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[t.Icon] | list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a prompt. Parameters become prompt arguments (required when they
+        have no default). Return a ``str`` (one user message), content, a list of
+        ``PromptMessage``/``(role, content)`` items, or a ``GetPromptResult``."""
+
+        def register(fn: F) -> F:
+            ctx_param = _context_param(fn)
+            args = []
+            for pname, p in inspect.signature(fn).parameters.items():
+                if pname == ctx_param or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                    continue
+                args.append(
+                    t.PromptArgument(name=pname, required=p.default is inspect.Parameter.empty)
+                )
+            prompt_name = name or fn.__name__
+            prompt = t.Prompt(
+                name=prompt_name,
+                title=title,
+                description=description if description is not None else _first_line(fn.__doc__),
+                arguments=args or None,
+                icons=_icons(icons),
+                meta=meta,
+            )
+            self.prompts[prompt_name] = PromptEntry(
+                fn, prompt, ctx_param, inspect.iscoroutinefunction(fn)
+            )
+            return fn
+
+        return register
+
+    def completion(self) -> Callable[[F], F]:
+        """Register the completion handler: ``(ref, argument, context) -> list[str] |
+        Completion | CompleteResult``; ``ref`` is a PromptReference or
+        ResourceTemplateReference, ``argument`` a CompletionArgument, ``context`` a
+        CompletionContext or None."""
+
+        def register(fn: F) -> F:
+            self.completion_handler = fn
+            return fn
+
+        return register
+
+    def on_roots_changed(self) -> Callable[[F], F]:
+        """Register ``async def f(session)`` called when a client's roots change."""
+
+        def register(fn: F) -> F:
+            self.roots_changed_handler = fn
+            return fn
+
+        return register
+
+    def method(self, name: str) -> Callable[[F], F]:
+        """Register a handler for a custom (non-MCP) request method: ``f(params, ctx)``."""
+
+        def register(fn: F) -> F:
+            self.custom_methods[name] = fn
+            return fn
+
+        return register
+
+    # -- notifications to every session --------------------------------------------------
+
+    async def _broadcast(self, method: str, params: Any = None, only: set[Session] | None = None) -> None:
+        for session in list(only if only is not None else self.sessions):
+            if session.closed.is_set() or not session.initialized.is_set():
+                continue
+            try:
+                await session.notify(method, params)
+            except Exception:  # one dead session must not stop the others
+                continue
+
+    async def notify_tools_list_changed(self) -> None:
+        """Tell every session that the tool list changed."""
+        await self._broadcast("notifications/tools/list_changed")
+
+    async def notify_prompts_list_changed(self) -> None:
+        """Tell every session that the prompt list changed."""
+        await self._broadcast("notifications/prompts/list_changed")
+
+    async def notify_resources_list_changed(self) -> None:
+        """Tell every session that the resource list changed."""
+        await self._broadcast("notifications/resources/list_changed")
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the sessions subscribed to ``uri`` that it changed."""
+        subscribed = {s for s in self.sessions if uri in session_state(s).subscriptions}
+        await self._broadcast("notifications/resources/updated", {"uri": uri}, only=subscribed)
+
+    # -- serving ------------------------------------------------------------------------
+
+    def new_connection(self) -> Connection:
+        """A server-role protocol connection declaring this server's capabilities."""
+        info = to_wire(self.info)
+        return Connection(
+            Role.SERVER,
+            info=info,
+            capabilities=self.capabilities(),
+            instructions=self.instructions,
+            extra_methods=frozenset(self.custom_methods),
+        )
+
+    def new_session(
+        self, transport: Transport, *, tracer: Tracer | None = None, session_id: str | None = None
+    ) -> Session:
+        """A session serving this server over ``transport`` (call its ``run``)."""
+        from mcpactor.server.handler import ServerHandler
+
+        return Session(
+            transport,
+            self.new_connection(),
+            ServerHandler(self),
+            tracer=tracer,
+            session_id=session_id,
+            limits=self.limits,
+        )
+
+    async def serve(
+        self, transport: Transport, *, tracer: Tracer | None = None, session_id: str | None = None
+    ) -> None:
+        """Serve one session over ``transport`` until it ends."""
+        session = self.new_session(transport, tracer=tracer, session_id=session_id)
+        await session.run()
+
+    async def serve_stdio(self, *, trace: str | None = None, entry_point: str | None = None) -> None:
+        """Serve one session on this process's stdin/stdout."""
+        from mcpactor.tracing.recorder import JsonlRecorder, TraceHeader
+        from mcpactor.transports.stdio import StdioServerTransport
+
+        tracer = None
+        if trace is not None:
+            tracer = JsonlRecorder(
+                trace, TraceHeader(role="server", transport="stdio", entry_point=entry_point)
+            )
+        await self.serve(StdioServerTransport(), tracer=tracer)
+
+    def run(
+        self,
+        transport: str = "stdio",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        trace: str | None = None,
+        entry_point: str | None = None,
+    ) -> None:
+        """Serve until the input ends or the process is interrupted (blocking)."""
+        if transport == "stdio":
+            trio.run(lambda: self.serve_stdio(trace=trace, entry_point=entry_point))
+            return
+        if transport in ("http", "streamable-http"):
+            try:
+                from mcpactor.transports.http_server import serve_http  # type: ignore[import-not-found]
+            except ImportError:
+                print("mcpactor: the HTTP transport is not available in this build", file=sys.stderr)
+                raise SystemExit(2) from None
+            trio.run(lambda: serve_http(self, host=host, port=port, path=path, trace=trace))
+            return
+        raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")

@@ -1,0 +1,232 @@
+"""``Context``: what a server handler can do while it answers a request."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from mcpactor.protocol import types as t
+from mcpactor.protocol.errors import CapabilityNotSupported
+from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.session.context import RequestContext
+from mcpactor.session.session import Session
+from mcpactor.session.tracker import Timeout
+
+if TYPE_CHECKING:
+    from mcpactor.server.app import Server
+
+#: Severity order of MCP log levels (RFC 5424 names), least severe first.
+LOG_LEVELS: tuple[str, ...] = (
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+)
+_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+
+
+@attrs.define
+class ServerSessionState:
+    """Per-session server state: the client's log level and resource subscriptions."""
+
+    log_level: str | None = None
+    subscriptions: set[str] = attrs.Factory(set)
+
+    def wants_log(self, level: str) -> bool:
+        """Whether a message at ``level`` passes the client's minimum level."""
+        if self.log_level is None:
+            return True
+        return _LEVEL_RANK.get(level, 0) >= _LEVEL_RANK.get(self.log_level, 0)
+
+
+def session_state(session: Session) -> ServerSessionState:
+    """The server state attached to ``session``."""
+    state = session.attributes.get("server")
+    if state is None:
+        state = session.attributes["server"] = ServerSessionState()
+    return state  # type: ignore[no-any-return]
+
+
+class Context:
+    """Passed to any handler that declares a parameter annotated ``Context``.
+
+    It reports progress, logs to the client, asks the client for things (sampling,
+    elicitation, roots) and tells whether the request was cancelled.
+    """
+
+    __slots__ = ("_rc", "server")
+
+    def __init__(self, rc: RequestContext, server: Server) -> None:
+        self._rc = rc
+        self.server = server
+
+    @property
+    def request_id(self) -> RequestId:
+        """The JSON-RPC id of the request being answered."""
+        return self._rc.id
+
+    @property
+    def session(self) -> Session:
+        """The session this request arrived on."""
+        return self._rc.session
+
+    @property
+    def meta(self) -> dict[str, Any] | None:
+        """The request's ``_meta``."""
+        return self._rc.meta
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the client cancelled this request."""
+        return self._rc.cancelled
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol version."""
+        return self._rc.session.connection.protocol_version
+
+    @property
+    def client_info(self) -> dict[str, Any]:
+        """The client's ``clientInfo`` from initialize."""
+        return self._rc.session.connection.peer_info or {}
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """The capabilities the client declared."""
+        return self._rc.session.connection.peer_capabilities or {}
+
+    # -- progress and logging ----------------------------------------------------------
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> bool:
+        """Report progress if the client asked for it (sent a progress token)."""
+        return await self._rc.report_progress(progress, total, message)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+        """Send ``notifications/message`` if the client's level lets it through."""
+        if level not in _LEVEL_RANK:
+            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        session = self._rc.session
+        if not session_state(session).wants_log(level):
+            return False
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await session.notify("notifications/message", params, related_request=self._rc.id)
+        return True
+
+    async def debug(self, data: Any, logger: str | None = None) -> bool:
+        """Log at ``debug``."""
+        return await self.log("debug", data, logger)
+
+    async def info(self, data: Any, logger: str | None = None) -> bool:
+        """Log at ``info``."""
+        return await self.log("info", data, logger)
+
+    async def warning(self, data: Any, logger: str | None = None) -> bool:
+        """Log at ``warning``."""
+        return await self.log("warning", data, logger)
+
+    async def error(self, data: Any, logger: str | None = None) -> bool:
+        """Log at ``error``."""
+        return await self.log("error", data, logger)
+
+    # -- requests to the client ----------------------------------------------------------
+
+    def _require(self, capability: str, what: str) -> None:
+        if capability not in self.client_capabilities:
+            raise CapabilityNotSupported(
+                f"{what} needs the client's {capability!r} capability, which it did not declare"
+            )
+
+    async def sample(
+        self,
+        messages: str | list[t.SamplingMessage] | list[dict[str, Any]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: list[str] | None = None,
+        model_preferences: t.ModelPreferences | dict[str, Any] | None = None,
+        include_context: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        tools: list[t.Tool] | None = None,
+        tool_choice: t.ToolChoice | None = None,
+        timeout: Timeout | float | None = None,
+    ) -> t.CreateMessageResult:
+        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        self._require("sampling", "sampling")
+        if isinstance(messages, str):
+            messages = [t.SamplingMessage(role="user", content=t.TextContent(text=messages))]
+        params: dict[str, Any] = {
+            "messages": [m if isinstance(m, dict) else _wire(m) for m in messages],
+            "maxTokens": max_tokens,
+        }
+        for key, value in (
+            ("systemPrompt", system_prompt),
+            ("temperature", temperature),
+            ("stopSequences", stop_sequences),
+            ("includeContext", include_context),
+            ("metadata", metadata),
+        ):
+            if value is not None:
+                params[key] = value
+        if model_preferences is not None:
+            params["modelPreferences"] = (
+                model_preferences if isinstance(model_preferences, dict) else _wire(model_preferences)
+            )
+        if tools is not None:
+            params["tools"] = [_wire(x) for x in tools]
+        if tool_choice is not None:
+            params["toolChoice"] = _wire(tool_choice)
+        result = await self._rc.request("sampling/createMessage", params, timeout=timeout)
+        assert isinstance(result, t.CreateMessageResult)
+        return result
+
+    async def elicit(
+        self,
+        message: str,
+        requested_schema: dict[str, Any],
+        *,
+        timeout: Timeout | float | None = None,
+    ) -> t.ElicitResult:
+        """Ask the user for structured input (form-mode ``elicitation/create``)."""
+        self._require("elicitation", "elicitation")
+        params: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
+        version = self.protocol_version
+        if version == "2025-11-25":
+            params["mode"] = "form"
+        result = await self._rc.request("elicitation/create", params, timeout=timeout)
+        assert isinstance(result, t.ElicitResult)
+        return result
+
+    async def elicit_url(
+        self,
+        message: str,
+        url: str,
+        elicitation_id: str,
+        *,
+        timeout: Timeout | float | None = None,
+    ) -> t.ElicitResult:
+        """Send the user to a URL (URL-mode elicitation, 2025-11-25)."""
+        self._require("elicitation", "URL elicitation")
+        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        result = await self._rc.request("elicitation/create", params, timeout=timeout)
+        assert isinstance(result, t.ElicitResult)
+        return result
+
+    async def list_roots(self, *, timeout: Timeout | float | None = None) -> list[t.Root]:
+        """The client's roots (``roots/list``)."""
+        self._require("roots", "roots/list")
+        result = await self._rc.request("roots/list", None, timeout=timeout)
+        assert isinstance(result, t.ListRootsResult)
+        return list(result.roots)
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell every subscribed session that ``uri`` changed."""
+        await self.server.notify_resource_updated(uri)
+
+
+def _wire(obj: Any) -> Any:
+    from mcpactor.protocol.convert import to_wire
+
+    return to_wire(obj)

@@ -1,0 +1,343 @@
+"""The server side of a session: MCP requests routed to the registered handlers."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from mcpactor.protocol import connection as pc
+from mcpactor.protocol import types as t
+from mcpactor.protocol.errors import InternalError, InvalidParams, McpError, MethodNotFound
+from mcpactor.server.content import resource_contents, to_content, to_json_text
+from mcpactor.server.context import LOG_LEVELS, Context, session_state
+from mcpactor.server.registry import TemplateEntry, paginate
+from mcpactor.server.schema import serialize_output
+from mcpactor.session.context import RequestContext
+from mcpactor.session.session import Session
+
+if TYPE_CHECKING:
+    from mcpactor.server.app import Server
+
+log = logging.getLogger("mcpactor.server")
+
+
+class ToolError(Exception):
+    """Raise in a tool to report a failure to the model as an ``isError`` result."""
+
+
+async def _call(fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any]) -> Any:
+    if is_async:
+        return await fn(**kwargs)
+    return fn(**kwargs)
+
+
+class ServerHandler:
+    """Implements :class:`mcpactor.session.SessionHandler` for a :class:`Server`."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self._routes: dict[str, Callable[[RequestContext], Awaitable[Any]]] = {
+            "tools/call": self.call_tool,
+            "tools/list": self.list_tools,
+            "resources/list": self.list_resources,
+            "resources/templates/list": self.list_templates,
+            "resources/read": self.read_resource,
+            "resources/metadata": self.resource_metadata,
+            "resources/subscribe": self.subscribe,
+            "resources/unsubscribe": self.unsubscribe,
+            "prompts/list": self.list_prompts,
+            "prompts/get": self.get_prompt,
+            "completion/complete": self.complete,
+            "logging/setLevel": self.set_level,
+        }
+
+    # -- SessionHandler -----------------------------------------------------------------
+
+    async def handle_request(self, rc: RequestContext) -> Any:
+        """Route one request to its implementation."""
+        route = self._routes.get(rc.method)
+        if route is not None:
+            return await route(rc)
+        custom = self.server.custom_methods.get(rc.method)
+        if custom is not None:
+            return await custom(rc.params, Context(rc, self.server))
+        raise MethodNotFound(f"Method not found: {rc.method}")
+
+    async def handle_notification(self, session: Session, event: pc.NotificationReceived) -> None:
+        """Client notifications: roots changes reach the application's hook."""
+        if event.method == "notifications/roots/list_changed":
+            hook = self.server.roots_changed_handler
+            if hook is not None:
+                await hook(session)
+
+    def on_initialized(self, session: Session, event: pc.Initialized) -> None:
+        """Start counting this session among the server's live sessions."""
+        self.server.sessions.add(session)
+
+    def on_operation_started(self, session: Session) -> None:
+        """Nothing to do: requests were already accepted after initialize."""
+
+    def on_closed(self, session: Session) -> None:
+        """Forget the session."""
+        self.server.sessions.discard(session)
+
+    # -- tools -------------------------------------------------------------------------
+
+    async def list_tools(self, rc: RequestContext) -> t.ListToolsResult:
+        """``tools/list``, paginated."""
+        tools = [e.tool for e in self.server.tools.values()]
+        page, nxt = paginate(tools, _cursor(rc), self.server.page_size)
+        return t.ListToolsResult(tools=page, next_cursor=nxt)
+
+    async def call_tool(self, rc: RequestContext) -> Any:
+        """``tools/call``: unknown tool → -32602; everything the tool does wrong →
+        an ``isError`` result the model can read (the draft tools page's split)."""
+        params: t.CallToolRequestParams = rc.params
+        entry = self.server.tools.get(params.name)
+        if entry is None:
+            raise InvalidParams(
+                f"Unknown tool: {params.name}", data={"path": "params.name", "name": params.name}
+            )
+        sig = entry.sig
+        try:
+            kwargs = sig.validate(params.arguments)
+        except InvalidParams as exc:
+            return _error_result(f"Invalid arguments for tool {params.name}: {exc.message}")
+        if sig.context_param is not None:
+            kwargs[sig.context_param] = Context(rc, self.server)
+        try:
+            value = await _call(entry.fn, entry.is_async, kwargs)
+        except ToolError as exc:
+            return _error_result(str(exc))
+        except McpError:
+            raise
+        except Exception as exc:
+            log.exception("tool %s failed", params.name)
+            return _error_result(f"Error executing tool {params.name}: {exc}")
+        if type(value) is str and sig.output_schema is None:
+            # The common case, built as wire data directly: no converter on the hot path.
+            return {"content": [{"type": "text", "text": value}]}
+        if isinstance(value, t.CallToolResult):
+            return value
+        if sig.output_schema is not None:
+            try:
+                structured = serialize_output(sig, value)
+            except TypeError as exc:
+                return _error_result(f"Tool {params.name} returned an invalid result: {exc}")
+            if structured is not None:
+                return t.CallToolResult(
+                    content=[t.TextContent(text=to_json_text(structured))],
+                    structured_content=structured,
+                )
+        try:
+            return t.CallToolResult(content=to_content(value))
+        except TypeError as exc:
+            return _error_result(f"Tool {params.name} returned an invalid result: {exc}")
+
+    # -- resources ---------------------------------------------------------------------
+
+    async def list_resources(self, rc: RequestContext) -> t.ListResourcesResult:
+        """``resources/list``, paginated."""
+        items = [e.resource for e in self.server.resources.values()]
+        page, nxt = paginate(items, _cursor(rc), self.server.page_size)
+        return t.ListResourcesResult(resources=page, next_cursor=nxt)
+
+    async def list_templates(self, rc: RequestContext) -> t.ListResourceTemplatesResult:
+        """``resources/templates/list``, paginated."""
+        items = [e.template for e in self.server.templates]
+        page, nxt = paginate(items, _cursor(rc), self.server.page_size)
+        return t.ListResourceTemplatesResult(resource_templates=page, next_cursor=nxt)
+
+    def _find(self, uri: str) -> tuple[t.Resource, Callable[..., Any], bool, dict[str, Any]]:
+        """The resource at ``uri``: metadata, function, async-ness, keyword arguments."""
+        entry = self.server.resources.get(uri)
+        if entry is not None:
+            return entry.resource, entry.fn, entry.is_async, {}
+        for tpl in self.server.templates:
+            variables = tpl.matcher.match(uri)
+            if variables is not None:
+                return tpl.resource_for(uri), tpl.fn, tpl.is_async, self._template_args(tpl, variables)
+        raise InvalidParams("Resource not found", data={"uri": uri})
+
+    @staticmethod
+    def _template_args(tpl: TemplateEntry, variables: dict[str, Any]) -> dict[str, Any]:
+        return tpl.arguments(variables)
+
+    def _context_param(self, uri: str) -> str | None:
+        entry = self.server.resources.get(uri)
+        if entry is not None:
+            return entry.context_param
+        for tpl in self.server.templates:
+            if tpl.matcher.match(uri) is not None:
+                return tpl.context_param
+        return None
+
+    async def read_resource(self, rc: RequestContext) -> t.ReadResourceResult:
+        """``resources/read`` with SEP-2093 metadata on every contents item and its
+        collection rules: a non-collection returns only the URI asked for."""
+        params: t.ReadResourceRequestParams = rc.params
+        uri = params.uri
+        resource, fn, is_async, kwargs = self._find(uri)
+        ctx_param = self._context_param(uri)
+        if ctx_param is not None:
+            kwargs[ctx_param] = Context(rc, self.server)
+        try:
+            value = await _call(fn, is_async, kwargs)
+        except McpError:
+            raise
+        except Exception as exc:
+            log.exception("resource %s failed", uri)
+            raise InternalError(f"Internal error reading {uri}: {exc}") from exc
+        if isinstance(value, t.ReadResourceResult):
+            contents = list(value.contents)
+        else:
+            items = value if isinstance(value, (list, tuple)) else [value]
+            contents = [self._contents(resource, item) for item in items]
+        if not contents:
+            raise InternalError(f"resource {uri} produced no contents")
+        if resource.is_collection is False and any(c.uri != uri for c in contents):
+            raise InternalError(
+                f"resource {uri} is not a collection but returned other URIs"
+            )
+        return t.ReadResourceResult(contents=contents)
+
+    @staticmethod
+    def _contents(resource: t.Resource, item: Any) -> t.TextResourceContents | t.BlobResourceContents:
+        if isinstance(item, (t.TextResourceContents, t.BlobResourceContents)):
+            return item
+        if not isinstance(item, (str, bytes, bytearray)):
+            raise InternalError(
+                f"resource {resource.uri} returned {type(item).__name__}; "
+                "return str, bytes or resource contents"
+            )
+        return resource_contents(
+            resource.uri,
+            item,
+            resource.mime_type,
+            name=resource.name,
+            title=resource.title,
+            description=resource.description,
+            is_collection=resource.is_collection,
+            annotations=resource.annotations,
+            icons=resource.icons,
+        )
+
+    async def resource_metadata(self, rc: RequestContext) -> t.ReadResourceMetadataResult:
+        """``resources/metadata`` (SEP-2093): the resource without its contents."""
+        params: t.ReadResourceMetadataRequestParams = rc.params
+        resource, _, _, _ = self._find(params.uri)
+        return t.ReadResourceMetadataResult(resource=resource)
+
+    async def subscribe(self, rc: RequestContext) -> dict[str, Any]:
+        """``resources/subscribe``: remember the URI for this session."""
+        params: t.SubscribeRequestParams = rc.params
+        session_state(rc.session).subscriptions.add(params.uri)
+        return {}
+
+    async def unsubscribe(self, rc: RequestContext) -> dict[str, Any]:
+        """``resources/unsubscribe``."""
+        params: t.UnsubscribeRequestParams = rc.params
+        session_state(rc.session).subscriptions.discard(params.uri)
+        return {}
+
+    # -- prompts -----------------------------------------------------------------------
+
+    async def list_prompts(self, rc: RequestContext) -> t.ListPromptsResult:
+        """``prompts/list``, paginated."""
+        items = [e.prompt for e in self.server.prompts.values()]
+        page, nxt = paginate(items, _cursor(rc), self.server.page_size)
+        return t.ListPromptsResult(prompts=page, next_cursor=nxt)
+
+    async def get_prompt(self, rc: RequestContext) -> t.GetPromptResult:
+        """``prompts/get``: missing required arguments are -32602."""
+        params: t.GetPromptRequestParams = rc.params
+        entry = self.server.prompts.get(params.name)
+        if entry is None:
+            raise InvalidParams(
+                f"Unknown prompt: {params.name}", data={"path": "params.name", "name": params.name}
+            )
+        given = dict(params.arguments or {})
+        declared = {a.name: a for a in entry.prompt.arguments or []}
+        missing = [n for n, a in declared.items() if a.required and n not in given]
+        if missing:
+            raise InvalidParams(
+                f"Missing required argument(s) for prompt {params.name}: {', '.join(missing)}",
+                data={"path": "params.arguments", "missing": missing},
+            )
+        kwargs = {k: v for k, v in given.items() if k in declared}
+        if entry.context_param is not None:
+            kwargs[entry.context_param] = Context(rc, self.server)
+        try:
+            value = await _call(entry.fn, entry.is_async, kwargs)
+        except McpError:
+            raise
+        except Exception as exc:
+            log.exception("prompt %s failed", params.name)
+            raise InternalError(f"Internal error rendering prompt {params.name}: {exc}") from exc
+        return _prompt_result(value, entry.prompt.description)
+
+    # -- completion and logging ----------------------------------------------------------
+
+    async def complete(self, rc: RequestContext) -> t.CompleteResult:
+        """``completion/complete``: delegates to the registered completion handler."""
+        handler = self.server.completion_handler
+        if handler is None:
+            raise MethodNotFound("Method not found: completion/complete")
+        params: t.CompleteRequestParams = rc.params
+        value = handler(params.ref, params.argument, params.context)
+        if hasattr(value, "__await__"):
+            value = await value
+        if isinstance(value, t.CompleteResult):
+            return value
+        if isinstance(value, t.Completion):
+            return t.CompleteResult(completion=value)
+        values = list(value or [])
+        return t.CompleteResult(
+            completion=t.Completion(
+                values=values[:100], total=len(values), has_more=len(values) > 100
+            )
+        )
+
+    async def set_level(self, rc: RequestContext) -> dict[str, Any]:
+        """``logging/setLevel``: the minimum level of messages this session receives."""
+        params: t.SetLevelRequestParams = rc.params
+        if params.level not in LOG_LEVELS:
+            raise InvalidParams(
+                f"Invalid params: unknown log level {params.level!r}",
+                data={"path": "params.level"},
+            )
+        session_state(rc.session).log_level = params.level
+        return {}
+
+
+def _cursor(rc: RequestContext) -> str | None:
+    p = rc.params
+    return getattr(p, "cursor", None) if p is not None else None
+
+
+def _error_result(message: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def _prompt_result(value: Any, description: str | None) -> t.GetPromptResult:
+    if isinstance(value, t.GetPromptResult):
+        return value
+    items = value if isinstance(value, (list, tuple)) else [value]
+    messages: list[t.PromptMessage] = []
+    for item in items:
+        if isinstance(item, t.PromptMessage):
+            messages.append(item)
+        elif isinstance(item, tuple) and len(item) == 2:
+            role, content = item
+            for block in to_content(content):
+                messages.append(t.PromptMessage(role=role, content=block))
+        elif isinstance(item, dict) and "role" in item:
+            from mcpactor.protocol.convert import from_wire
+
+            messages.append(from_wire(item, t.PromptMessage))
+        else:
+            for block in to_content(item):
+                messages.append(t.PromptMessage(role="user", content=block))
+    return t.GetPromptResult(messages=messages, description=description)
+

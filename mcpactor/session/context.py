@@ -1,0 +1,85 @@
+"""What a handler knows about the request it is answering."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from mcpactor.protocol.jsonrpc import RequestId
+
+if TYPE_CHECKING:
+    from mcpactor.session.session import Session
+    from mcpactor.session.tracker import ProgressCallback, Timeout
+
+
+class RequestContext:
+    """One inbound request as its handler sees it: ids, params, its cancel scope, and
+    the ways to talk back to the peer while it runs."""
+
+    __slots__ = ("id", "method", "params", "progress_token", "raw_params", "scope", "session")
+
+    def __init__(
+        self,
+        session: Session,
+        rid: RequestId,
+        method: str,
+        params: Any,
+        raw_params: dict[str, Any] | None,
+        progress_token: str | int | None,
+        scope: trio.CancelScope,
+    ) -> None:
+        self.session = session
+        self.id = rid
+        self.method = method
+        self.params = params
+        self.raw_params = raw_params
+        self.progress_token = progress_token
+        self.scope = scope
+
+    @property
+    def meta(self) -> dict[str, Any] | None:
+        """The request's ``_meta``, if any."""
+        if self.raw_params is None:
+            return None
+        meta = self.raw_params.get("_meta")
+        return meta if isinstance(meta, dict) else None
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the peer cancelled this request (the handler is being cancelled)."""
+        return self.scope.cancel_called
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> bool:
+        """Send progress if the peer asked for it; False when nothing was sent (no token,
+        the request already finished, or ``progress`` did not increase)."""
+        if self.progress_token is None:
+            return False
+        return await self.session.send_progress(
+            self.id, self.progress_token, progress, total, message
+        )
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: Timeout | float | None = None,
+        on_progress: ProgressCallback | None = None,
+        result_cls: Any = None,
+    ) -> Any:
+        """Send a request to the peer on behalf of this one (sampling, elicitation, ...)."""
+        return await self.session.request(
+            method,
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            result_cls=result_cls,
+            related_request=self.id,
+        )
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification to the peer."""
+        await self.session.notify(method, params, related_request=self.id)

