@@ -7,14 +7,14 @@ supervised actor tree that can be recorded to a JSONL trace and replayed.
 
 __version__ = "0.1.0"
 
-from mcpactor.client import Client, ClientHandlers, connect_stdio, connect_transport  # noqa: E402
-from mcpactor.protocol.errors import (  # noqa: E402
+from mcpactor.client import Client, ClientHandlers, connect_stdio, connect_transport
+from mcpactor.protocol.errors import (
     CapabilityNotSupported,
     ConnectionClosed,
     McpError,
     RequestTimeout,
 )
-from mcpactor.server import (  # noqa: E402
+from mcpactor.server import (
     Audio,
     Context,
     Embedded,
@@ -25,7 +25,7 @@ from mcpactor.server import (  # noqa: E402
     Text,
     ToolError,
 )
-from mcpactor.session import Limits, Timeout  # noqa: E402
+from mcpactor.session import Limits, Timeout
 
 __all__ = [
     "Audio",

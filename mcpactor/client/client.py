@@ -181,7 +181,7 @@ class Client:
 
     async def list_tools(self, cursor: str | None = None, **kw: Any) -> t.ListToolsResult:
         """One page of tools."""
-        return await self.request("tools/list", _page(cursor), **kw)  # type: ignore[no-any-return]
+        return await self.request("tools/list", _page(cursor), **kw)
 
     async def list_all_tools(self, **kw: Any) -> list[t.Tool]:
         """Every tool, following pagination."""
@@ -208,27 +208,27 @@ class Client:
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
         if meta:
             params["_meta"] = meta
-        return await self.request(  # type: ignore[no-any-return]
+        return await self.request(
             "tools/call", params, timeout=timeout, on_progress=on_progress
         )
 
     async def list_resources(self, cursor: str | None = None, **kw: Any) -> t.ListResourcesResult:
         """One page of resources."""
-        return await self.request("resources/list", _page(cursor), **kw)  # type: ignore[no-any-return]
+        return await self.request("resources/list", _page(cursor), **kw)
 
     async def list_resource_templates(
         self, cursor: str | None = None, **kw: Any
     ) -> t.ListResourceTemplatesResult:
         """One page of resource templates."""
-        return await self.request("resources/templates/list", _page(cursor), **kw)  # type: ignore[no-any-return]
+        return await self.request("resources/templates/list", _page(cursor), **kw)
 
     async def read_resource(self, uri: str, **kw: Any) -> t.ReadResourceResult:
         """Read a resource; a missing one raises McpError -32602 with ``data.uri``."""
-        return await self.request("resources/read", {"uri": uri}, **kw)  # type: ignore[no-any-return]
+        return await self.request("resources/read", {"uri": uri}, **kw)
 
     async def resource_metadata(self, uri: str, **kw: Any) -> t.ReadResourceMetadataResult:
         """A resource's metadata without its contents (SEP-2093)."""
-        return await self.request("resources/metadata", {"uri": uri}, **kw)  # type: ignore[no-any-return]
+        return await self.request("resources/metadata", {"uri": uri}, **kw)
 
     async def subscribe(self, uri: str, **kw: Any) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri``."""
@@ -240,7 +240,7 @@ class Client:
 
     async def list_prompts(self, cursor: str | None = None, **kw: Any) -> t.ListPromptsResult:
         """One page of prompts."""
-        return await self.request("prompts/list", _page(cursor), **kw)  # type: ignore[no-any-return]
+        return await self.request("prompts/list", _page(cursor), **kw)
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, **kw: Any
@@ -249,7 +249,7 @@ class Client:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return await self.request("prompts/get", params, **kw)  # type: ignore[no-any-return]
+        return await self.request("prompts/get", params, **kw)
 
     async def complete(
         self,
@@ -265,7 +265,7 @@ class Client:
         }
         if context is not None:
             params["context"] = context
-        return await self.request("completion/complete", params, **kw)  # type: ignore[no-any-return]
+        return await self.request("completion/complete", params, **kw)
 
     async def set_logging_level(self, level: str, **kw: Any) -> None:
         """The minimum level of log messages the server should send."""

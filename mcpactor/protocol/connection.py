@@ -44,7 +44,7 @@ from mcpactor.protocol.lifecycle import (
     may_send_notification,
     may_send_request,
 )
-from mcpactor.protocol.methods import METHODS, MethodSpec
+from mcpactor.protocol.methods import EXTENSION_METHODS, METHODS, MethodSpec
 
 # ---------------------------------------------------------------------------------------
 # Events: what the connection tells the session layer.
@@ -109,10 +109,15 @@ class ProgressReceived:
 
 @attrs.frozen(slots=True)
 class Reply:
-    """Bytes the connection produced by itself (ping, initialize, protocol errors)."""
+    """Bytes the connection produced by itself (ping, initialize, protocol errors).
+
+    ``id`` is the request it answers, when there is one (transports that route answers
+    to the exchange that carried the request need it).
+    """
 
     data: bytes
     why: str
+    id: RequestId | None = None
 
 
 @attrs.frozen(slots=True)
@@ -289,15 +294,15 @@ class Connection:
             else:
                 self._receive_response(msg.id, None, msg.error, out)
         else:
-            out.append(Reply(jsonrpc.encode_error(msg.id, msg.error), "invalid message"))
+            out.append(Reply(jsonrpc.encode_error(msg.id, msg.error), "invalid message", msg.id))
 
     def _reject(self, rid: RequestId, error: McpError, out: list[Event]) -> None:
-        out.append(Reply(jsonrpc.encode_error(rid, error), error.message))
+        out.append(Reply(jsonrpc.encode_error(rid, error), error.message, rid))
 
     def _receive_request(self, msg: Request, out: list[Event]) -> None:
         rid, method = msg.id, msg.method
         if method == "ping":
-            out.append(Reply(jsonrpc.encode_response(rid, {}), "ping"))
+            out.append(Reply(jsonrpc.encode_response(rid, {}), "ping", rid))
             return
         reason = may_receive_request(self.role, self.state, method)
         if reason is not None:
@@ -358,12 +363,19 @@ class Connection:
         wanted = "client_to_server" if self.role is Role.SERVER else "server_to_client"
         if spec.direction not in (wanted, "both"):
             return f"not a {self.role.peer.value}-to-{self.role.value} method"
+        if not self._version_has(spec):
+            return f"not part of protocol version {self.protocol_version}"
         if not self._capability_applies(spec):
             return None
         if not has_capability(self.capabilities, spec.capability):
             cap = ".".join(spec.capability or ())
             return f"capability {cap!r} was not declared"
         return None
+
+    def _version_has(self, spec: MethodSpec) -> bool:
+        # Extensions (SEP-2093's resources/metadata) are offered on every version.
+        version = self.protocol_version
+        return version is None or spec.method in EXTENSION_METHODS or spec.allowed_in(version)
 
     def _capability_applies(self, spec: MethodSpec) -> bool:
         # 2024-11-05 had completion/complete but no capability to declare it.
@@ -408,7 +420,7 @@ class Connection:
         }
         if self.instructions is not None:
             result["instructions"] = self.instructions
-        out.append(Reply(jsonrpc.encode_response(rid, result), "initialize"))
+        out.append(Reply(jsonrpc.encode_response(rid, result), "initialize", rid))
         out.append(Initialized(version, self.peer_info, self.peer_capabilities))
 
     def _receive_notification(self, msg: Notification, out: list[Event]) -> None:
@@ -473,7 +485,7 @@ class Connection:
             out.append(Dropped("progress for an unknown token", raw))
             return
         progress = raw.get("progress")
-        if type(progress) not in (int, float):
+        if not isinstance(progress, (int, float)) or isinstance(progress, bool):
             out.append(Dropped("progress without a numeric progress value", raw))
             return
         pending = self._pending[rid]
@@ -600,6 +612,10 @@ class Connection:
         wanted = "client_to_server" if self.role is Role.CLIENT else "server_to_client"
         if spec.direction not in (wanted, "both"):
             raise LocalProtocolError(f"a {self.role.value} does not send {method}")
+        if not self._version_has(spec):
+            raise CapabilityNotSupported(
+                f"cannot send {method}: protocol version {self.protocol_version} does not have it"
+            )
         if spec.capability is None or not self._capability_applies(spec):
             return
         if spec.kind == "request":

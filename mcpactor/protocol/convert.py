@@ -26,7 +26,6 @@ from typing import Any, TypeVar, overload
 
 import attrs
 from cattrs.errors import (
-    AttributeValidationNote,
     ClassValidationError,
     IterableValidationError,
     IterableValidationNote,
@@ -119,10 +118,6 @@ def _structure_bool(value: Any, _: Any) -> bool:
     raise TypeError(f"expected a boolean, got {_kind(value)}")
 
 
-def _structure_any(value: Any, _: Any) -> Any:
-    return value
-
-
 converter.register_structure_hook(str, _structure_str)
 converter.register_structure_hook(int, _structure_int)
 converter.register_structure_hook(float, _structure_float)
@@ -167,6 +162,13 @@ converter.register_structure_hook_factory(_is_scalar_union, _scalar_union_hook)
 # --- containers: exact JSON containers, opaque JSON passed through -----------------------
 
 
+def _at(exc: Exception, index: int | str, item_type: Any) -> Exception:
+    """Tag ``exc`` with the list index or object key it happened at, the way cattrs does."""
+    note = IterableValidationNote(f"Structuring item @ {index!r}", index, item_type)
+    exc.__notes__ = [*getattr(exc, "__notes__", []), note]
+    return exc
+
+
 def _is_list(t: Any) -> bool:
     return t is list or typing.get_origin(t) is list
 
@@ -195,11 +197,7 @@ def _list_hook(t: Any) -> Callable[[Any, Any], list[Any]]:
             try:
                 out.append(item_hook(item, item_type))
             except Exception as exc:
-                exc.__notes__ = [
-                    *getattr(exc, "__notes__", []),
-                    IterableValidationNote(f"Structuring item @ index {index}", index, item_type),
-                ]
-                errors.append(exc)
+                errors.append(_at(exc, index, item_type))
         if errors:
             raise IterableValidationError(f"While structuring {t!r}", errors, t)
         return out
@@ -234,11 +232,7 @@ def _dict_hook(t: Any) -> Callable[[Any, Any], dict[str, Any]]:
             try:
                 out[key] = value_hook(item, value_type)
             except Exception as exc:
-                exc.__notes__ = [
-                    *getattr(exc, "__notes__", []),
-                    IterableValidationNote(f"Structuring value @ key {key!r}", key, value_type),
-                ]
-                errors.append(exc)
+                errors.append(_at(exc, key, value_type))
         if errors:
             raise IterableValidationError(f"While structuring {t!r}", errors, t)
         return out
@@ -248,7 +242,6 @@ def _dict_hook(t: Any) -> Callable[[Any, Any], dict[str, Any]]:
 
 converter.register_structure_hook_factory(_is_list, _list_hook)
 converter.register_structure_hook_factory(_is_dict, _dict_hook)
-converter.register_structure_hook(Any, _structure_any)
 
 
 def _identity(value: Any) -> Any:
@@ -489,7 +482,7 @@ def _first_failure(exc: BaseException) -> tuple[list[str | int], BaseException]:
             with_notes, without = exc.group_exceptions()
             if with_notes:
                 sub, note = with_notes[0]
-                steps.append(_wire_step(note))
+                steps.append(wire_name(note.name))
                 exc = sub
                 continue
             if without:
@@ -506,10 +499,6 @@ def _first_failure(exc: BaseException) -> tuple[list[str | int], BaseException]:
                 exc = other[0]
                 continue
         return steps, exc
-
-
-def _wire_step(note: AttributeValidationNote) -> str:
-    return _EXTRA_KEY if note.name == "extra" else wire_name(note.name)
 
 
 def _reason(exc: BaseException) -> str:

@@ -38,8 +38,9 @@ __all__ = [
 class MethodSpec:
     """How one JSON-RPC method of MCP behaves.
 
-    ``params_cls`` is a class or a union alias accepted by ``from_wire`` (``None``: the
-    method takes no params worth parsing); ``result_cls`` is ``None`` for notifications.
+    ``params_cls`` is a class or a union alias accepted by ``from_wire``; methods with no
+    params of their own use ``RequestParams``/``NotificationParams`` (only ``_meta``), so
+    parse ``{}`` when a message omits ``params``. ``result_cls`` is ``None`` for notifications.
     ``capability`` is a path of wire (camelCase) names into the capabilities of the side
     that provides the feature (see :attr:`capability_owner`): ``("resources", "subscribe")``
     means ``capabilities.resources.subscribe`` must be declared; ``None`` means always

@@ -121,6 +121,7 @@ class Server:
         description: str | None = None,
         annotations: t.ToolAnnotations | dict[str, Any] | None = None,
         icons: list[t.Icon] | list[dict[str, Any]] | None = None,
+        input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
@@ -130,7 +131,8 @@ class Server:
         The input schema comes from the parameters' type hints; the description from
         the docstring. A structured return type (see :mod:`mcpactor.server.schema`) gives
         an ``outputSchema`` and ``structuredContent``; ``structured_output=False`` turns
-        that off, ``output_schema=`` overrides the generated one.
+        that off, ``output_schema=`` overrides the generated one. ``input_schema=`` is
+        published exactly as given (arguments are still checked against the hints).
         """
 
         def register(fn: F) -> F:
@@ -152,7 +154,7 @@ class Server:
                 name=tool_name,
                 title=title,
                 description=description if description is not None else _first_line(fn.__doc__),
-                input_schema=sig.input_schema,
+                input_schema=input_schema if input_schema is not None else sig.input_schema,
                 output_schema=out_schema,
                 annotations=_as(t.ToolAnnotations, annotations),
                 icons=_icons(icons),

@@ -35,27 +35,27 @@ def _b64(data: bytes | str) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def Image(data: bytes | str, mime_type: str = "image/png", **kw: Any) -> ImageContent:  # noqa: N802
+def Image(data: bytes | str, mime_type: str = "image/png", **kw: Any) -> ImageContent:
     """Image content from raw bytes (or a base64 string)."""
     return ImageContent(data=_b64(data), mime_type=mime_type, **kw)
 
 
-def Audio(data: bytes | str, mime_type: str = "audio/wav", **kw: Any) -> AudioContent:  # noqa: N802
+def Audio(data: bytes | str, mime_type: str = "audio/wav", **kw: Any) -> AudioContent:
     """Audio content from raw bytes (or a base64 string)."""
     return AudioContent(data=_b64(data), mime_type=mime_type, **kw)
 
 
-def Text(text: str, *, annotations: Annotations | None = None) -> TextContent:  # noqa: N802
+def Text(text: str, *, annotations: Annotations | None = None) -> TextContent:
     """Text content."""
     return TextContent(text=text, annotations=annotations)
 
 
-def Link(uri: str, name: str, **kw: Any) -> ResourceLink:  # noqa: N802
+def Link(uri: str, name: str, **kw: Any) -> ResourceLink:
     """A link to a resource (2025-06-18)."""
     return ResourceLink(uri=uri, name=name, **kw)
 
 
-def Embedded(  # noqa: N802
+def Embedded(
     uri: str, content: str | bytes, mime_type: str | None = None, **kw: Any
 ) -> EmbeddedResource:
     """An embedded resource: text for ``str`` content, a base64 blob for ``bytes``."""

@@ -42,7 +42,8 @@ def session_state(session: Session) -> ServerSessionState:
     state = session.attributes.get("server")
     if state is None:
         state = session.attributes["server"] = ServerSessionState()
-    return state  # type: ignore[no-any-return]
+    assert isinstance(state, ServerSessionState)
+    return state
 
 
 class Context:
@@ -220,6 +221,15 @@ class Context:
         result = await self._rc.request("roots/list", None, timeout=timeout)
         assert isinstance(result, t.ListRootsResult)
         return list(result.roots)
+
+    async def close_sse_stream(self) -> bool:
+        """Streamable HTTP: end this request's SSE stream now, so the client reconnects
+        and resumes it (SSE polling, 2025-11-25). False on transports without streams."""
+        closer = getattr(self._rc.session.transport, "close_request_stream", None)
+        if closer is None:
+            return False
+        await closer(self._rc.id)
+        return True
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell every subscribed session that ``uri`` changed."""

@@ -213,7 +213,7 @@ class ServerHandler:
             )
         return resource_contents(
             resource.uri,
-            item,
+            bytes(item) if isinstance(item, bytearray) else item,
             resource.mime_type,
             name=resource.name,
             title=resource.title,
@@ -265,7 +265,7 @@ class ServerHandler:
                 f"Missing required argument(s) for prompt {params.name}: {', '.join(missing)}",
                 data={"path": "params.arguments", "missing": missing},
             )
-        kwargs = {k: v for k, v in given.items() if k in declared}
+        kwargs: dict[str, Any] = {k: v for k, v in given.items() if k in declared}
         if entry.context_param is not None:
             kwargs[entry.context_param] = Context(rc, self.server)
         try:

@@ -158,6 +158,15 @@ def _got(expected: str, value: Any) -> _Invalid:
     return _Invalid(f"expected {expected}, got {_json_type(value)}")
 
 
+def _preview(value: Any, limit: int = 60) -> str:
+    """A short JSON rendering of a rejected value for an error message."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _format_path(segments: Iterable[str | int]) -> str:
     out = "arguments"
     for seg in segments:
@@ -291,7 +300,7 @@ def _enum_schema_and_conv(members: list[tuple[Any, Any]]) -> tuple[dict[str, Any
         except TypeError:  # unhashable: a list or an object is never a member
             result = MISSING
         if result is MISSING:
-            raise _Invalid(f"expected one of [{shown}], got {json.dumps(to_jsonable(value))}")
+            raise _Invalid(f"expected one of [{shown}], got {_preview(value)}")
         return result
 
     return schema, conv

@@ -50,7 +50,13 @@ from mcpactor.protocol.jsonrpc import RequestId, encode_batch, encode_error
 from mcpactor.session.context import RequestContext
 from mcpactor.session.tracker import ProgressCallback, RequestTracker, Timeout, Waiter
 from mcpactor.tracing.tracer import Tracer
-from mcpactor.transports.base import Oversize, Transport, TransportClosed, aclose_quietly
+from mcpactor.transports.base import (
+    Outgoing,
+    Oversize,
+    Transport,
+    TransportClosed,
+    aclose_quietly,
+)
 
 log = logging.getLogger("mcpactor.session")
 
@@ -114,7 +120,7 @@ class Session:
         *,
         tracer: Tracer | None = None,
         session_id: str | None = None,
-        limits: Limits = Limits(),  # noqa: B008 - frozen, shared safely
+        limits: Limits = Limits(),
     ) -> None:
         self.transport = transport
         self.connection = connection
@@ -123,7 +129,7 @@ class Session:
         self.id = session_id or uuid.uuid4().hex
         self.limits = limits
         self.tracker = RequestTracker()
-        self._out_send, self._out_recv = trio.open_memory_channel[bytes](limits.outbound_buffer)
+        self._out_send, self._out_recv = trio.open_memory_channel[Outgoing](limits.outbound_buffer)
         self._note_send, self._note_recv = trio.open_memory_channel[Callable[[], Awaitable[None]]](
             limits.notification_buffer
         )
@@ -260,7 +266,7 @@ class Session:
             if batch is not None:
                 batch.add(ev.data)
             else:
-                await self._send(ev.data)
+                await self._send(ev.data, ev.id)
         elif t is pc.NotificationReceived:
             assert isinstance(ev, pc.NotificationReceived)
             await self._note_send.send(lambda: self.handler.handle_notification(self, ev))
@@ -268,9 +274,9 @@ class Session:
             assert isinstance(ev, pc.CancelReceived)
             self._emit("reader", "cancel_requested",
                        {"id": ev.request_id, "by": "peer", "reason": ev.reason})
-            scope = self._scopes.get(ev.request_id)
-            if scope is not None:
-                scope.cancel()
+            target = self._scopes.get(ev.request_id)
+            if target is not None:
+                target.cancel()
         elif t is pc.ProgressReceived:
             assert isinstance(ev, pc.ProgressReceived)
             self._on_progress(ev)
@@ -292,7 +298,8 @@ class Session:
             log.debug("session %s: dropped a message: %s", self.id, ev.reason)
         elif t is pc.BatchReceived:
             assert isinstance(ev, pc.BatchReceived)
-            collector = _BatchCollector(self, ev.expected)
+            first = next((e.id for e in ev.events if isinstance(e, pc.RequestReceived)), None)
+            collector = _BatchCollector(self, ev.expected, first)
             for item in ev.events:
                 await self._route(item, collector)
             collector.routed()
@@ -349,13 +356,13 @@ class Session:
             else:
                 batch.add(data)
         elif data is not None:
-            await self._send(data)
+            await self._send(data, rid)
 
     # -- writer -----------------------------------------------------------------------
 
-    async def _send(self, data: bytes) -> None:
+    async def _send(self, data: bytes, related: RequestId | None = None) -> None:
         try:
-            await self._out_send.send(data)
+            await self._out_send.send((data, related))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise ConnectionClosed("the session is closed") from None
 
@@ -372,8 +379,8 @@ class Session:
             except (trio.WouldBlock, trio.EndOfChannel):
                 pass
             if emit:
-                for m in batch:
-                    emit("writer", "message_out", {"msg": _msg(m)})
+                for m, rel in batch:
+                    emit("writer", "message_out", {"msg": _msg(m), "related": rel})
             try:
                 await send(batch)
             except TransportClosed as exc:
@@ -429,7 +436,7 @@ class Session:
         if emit and deadline != math.inf:
             emit("tracker", "timer_set", {"id": rid, "deadline": deadline - now})
         try:
-            await self._send(data)
+            await self._send(data, related_request)
             with trio.CancelScope(deadline=deadline) as scope:
                 waiter.scope = scope
                 await waiter.event.wait()
@@ -488,8 +495,8 @@ class Session:
     async def notify(
         self, method: str, params: Any = None, *, related_request: RequestId | None = None
     ) -> None:
-        """Send a notification."""
-        await self._send(self.connection.send_notification(method, params))
+        """Send a notification (``related_request``: the inbound request it belongs to)."""
+        await self._send(self.connection.send_notification(method, params), related_request)
 
     async def send_progress(
         self,
@@ -504,7 +511,7 @@ class Session:
         if data is None:
             self._emit(f"handler:{rid}", "progress_dropped", {"id": rid, "progress": progress})
             return False
-        await self._send(data)
+        await self._send(data, rid)
         return True
 
     async def send_raw(self, data: bytes) -> None:
@@ -515,8 +522,9 @@ class Session:
 class _BatchCollector:
     """Collects the answers to one inbound batch and sends them as one array."""
 
-    def __init__(self, session: Session, expected: int) -> None:
+    def __init__(self, session: Session, expected: int, related: RequestId | None) -> None:
         self.session = session
+        self.related = related
         self.remaining = expected
         self.parts: list[bytes] = []
         self._routed = False
@@ -541,9 +549,9 @@ class _BatchCollector:
             data = encode_batch(self.parts)
             self.parts = []
             try:
-                self.session._out_send.send_nowait(data)
+                self.session._out_send.send_nowait((data, self.related))
             except trio.WouldBlock:
                 assert self.session._handlers is not None
-                self.session._handlers.start_soon(self.session._send, data)
+                self.session._handlers.start_soon(self.session._send, data, self.related)
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 pass

@@ -126,7 +126,7 @@ class JsonlRecorder(_BufferedRecorder):
         super().__init__(header)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[bytes] = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+        self._file: IO[bytes] = open(self.path, "wb")
 
     def flush(self) -> None:
         """Encode and write buffered events in one call."""

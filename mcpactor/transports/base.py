@@ -12,8 +12,14 @@ import abc
 import trio
 
 from mcpactor.protocol.framing import Oversize
+from mcpactor.protocol.jsonrpc import RequestId
 
-__all__ = ["Oversize", "Transport", "TransportClosed"]
+__all__ = ["Outgoing", "Oversize", "Transport", "TransportClosed"]
+
+#: One outbound message and the inbound request it belongs to (its response, or progress,
+#: logs and requests sent while handling it); None for messages of the session itself.
+#: Stream transports ignore ``related``; Streamable HTTP routes by it.
+Outgoing = tuple[bytes, RequestId | None]
 
 
 class TransportClosed(Exception):
@@ -34,7 +40,7 @@ class Transport(abc.ABC):
         """
 
     @abc.abstractmethod
-    async def send(self, messages: list[bytes]) -> None:
+    async def send(self, messages: list[Outgoing]) -> None:
         """Write one or more messages, in order (the writer batches what it has)."""
 
     @abc.abstractmethod

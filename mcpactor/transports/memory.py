@@ -6,7 +6,7 @@ import math
 
 import trio
 
-from mcpactor.transports.base import Oversize, Transport, TransportClosed
+from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 
 
 class MemoryTransport(Transport):
@@ -29,10 +29,10 @@ class MemoryTransport(Transport):
         except trio.ClosedResourceError:
             raise trio.EndOfChannel from None
 
-    async def send(self, messages: list[bytes]) -> None:
+    async def send(self, messages: list[Outgoing]) -> None:
         """Deliver messages to the other end."""
         try:
-            for m in messages:
+            for m, _ in messages:
                 await self._send.send(m)
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise TransportClosed("the other end of the memory transport is closed") from exc

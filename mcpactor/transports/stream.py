@@ -7,7 +7,7 @@ from collections import deque
 import trio
 
 from mcpactor.protocol.framing import DEFAULT_MAX_MESSAGE, LineFramer
-from mcpactor.transports.base import Oversize, Transport, TransportClosed
+from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 
 _READ_SIZE = 256 * 1024
 
@@ -44,15 +44,15 @@ class StreamTransport(Transport):
                 self._eof = True
                 self._ready.extend(self._framer.eof())
             else:
-                self._ready.extend(self._framer.feed(chunk))
+                self._ready.extend(self._framer.feed(bytes(chunk)))
         return self._ready.popleft()
 
-    async def send(self, messages: list[bytes]) -> None:
+    async def send(self, messages: list[Outgoing]) -> None:
         """Write the messages as lines in one call."""
         if len(messages) == 1:
-            data = messages[0] + b"\n"
+            data = messages[0][0] + b"\n"
         else:
-            data = b"\n".join(messages) + b"\n"
+            data = b"\n".join([m for m, _ in messages]) + b"\n"
         try:
             async with self._send_lock:
                 await self._out.send_all(data)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict
 
 import attrs
-import jsonschema
+import jsonschema  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
 from mcpactor.protocol.errors import INVALID_PARAMS, InvalidParams
@@ -118,8 +118,8 @@ async def containers(
     anything: list[Any],
     seq: Sequence[bool],
     mapping: Mapping[str, list[str]],
-    bare_list: list,  # type: ignore[type-arg]
-    bare_dict: dict,  # type: ignore[type-arg]
+    bare_list: list,  # type: ignore[type-arg,unused-ignore]
+    bare_dict: dict,  # type: ignore[type-arg,unused-ignore]
 ) -> None:
     pass
 
@@ -285,7 +285,12 @@ def test_model_schemas() -> None:
 def test_constraint_keywords() -> None:
     p = sig_of(constrained).input_schema["properties"]
     assert p["n"] == {"type": "integer", "description": "a count", "minimum": 0, "maximum": 10}
-    assert p["x"] == {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "default": 0.5}
+    assert p["x"] == {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "exclusiveMaximum": 1,
+        "default": 0.5,
+    }
     assert p["name"]["minLength"] == 2 and p["name"]["maxLength"] == 5
     assert p["name"]["pattern"] == "^[a-z]+$"
     assert p["items"]["minItems"] == 1 and p["items"]["maxItems"] == 3
@@ -407,7 +412,7 @@ def test_unsupported_signatures() -> None:
     async def bad_pattern(s: Annotated[str, Field(pattern="(")]) -> None:
         pass
 
-    for fn, msg in [
+    cases: list[tuple[Any, str]] = [
         (star, "args"),
         (kwargs, "kwargs"),
         (posonly, "positional-only"),
@@ -417,7 +422,8 @@ def test_unsupported_signatures() -> None:
         (bad_length, "max_length"),
         (double_default, "both a default"),
         (bad_pattern, "invalid pattern"),
-    ]:
+    ]
+    for fn, msg in cases:
         with pytest.raises(TypeError, match=msg):
             build_signature(fn)
 
@@ -536,7 +542,12 @@ def test_model_validators_become_invalid_params() -> None:
         (add, {"a": True, "b": 1}, "arguments.a", "expected integer, got boolean"),
         (
             models,
-            {"p": {"x": 1}, "t": {"value": 1, "children": [{"value": 1}, {"value": "x"}]}, "o": {"mode": "fast"}, "q": {}},
+            {
+                "p": {"x": 1},
+                "t": {"value": 1, "children": [{"value": 1}, {"value": "x"}]},
+                "o": {"mode": "fast"},
+                "q": {},
+            },
             "arguments.t.children[1].value",
             "expected integer, got string",
         ),
@@ -554,8 +565,18 @@ def test_model_validators_become_invalid_params() -> None:
         ),
         (constrained, {"n": 11}, "arguments.n", "must be <= 10, got 11"),
         (constrained, {"n": 1, "x": 0}, "arguments.x", "must be > 0, got 0"),
-        (constrained, {"n": 1, "name": "ABC"}, "arguments.name", "does not match pattern '^[a-z]+$'"),
-        (constrained, {"n": 1, "items": []}, "arguments.items", "must have at least 1 items, got 0"),
+        (
+            constrained,
+            {"n": 1, "name": "ABC"},
+            "arguments.name",
+            "does not match pattern '^[a-z]+$'",
+        ),
+        (
+            constrained,
+            {"n": 1, "items": []},
+            "arguments.items",
+            "must have at least 1 items, got 0",
+        ),
         (containers, {"xs": [1, "2"]}, "arguments.xs[1]", "expected integer, got string"),
         (
             containers,
@@ -849,7 +870,11 @@ def test_output_wrapping_schema() -> None:
         (out_dict, {"a": 1}, {"a": 1}),
         (out_typed, {"mode": "slow", "limit": 2}, {"mode": "slow", "limit": 2}),
         (out_attrs, Point(x=1.5), {"x": 1.5, "y": 0.0}),
-        (out_dataclass, Tree(1, [Tree(2)]), {"value": 1, "children": [{"value": 2, "children": []}]}),
+        (
+            out_dataclass,
+            Tree(1, [Tree(2)]),
+            {"value": 1, "children": [{"value": 2, "children": []}]},
+        ),
     ],
     ids=lambda v: getattr(v, "__name__", None) or type(v).__name__,
 )
@@ -883,7 +908,7 @@ def test_to_jsonable() -> None:
         "color": "green",
         "tags": [],
     }
-    assert to_jsonable({Level.LOW: {1, 1}, 2: (None,)}) == {"1": [1], "2": [None]}
+    assert to_jsonable({Level.LOW: {1}, 2: (None,)}) == {"1": [1], "2": [None]}
     with pytest.raises(TypeError):
         to_jsonable(object())
 

@@ -1,0 +1,112 @@
+"""The ``mcpactor`` command: ``run``, ``replay``, ``trace``, ``bench``, ``demo``.
+
+A user's mistake (a bad entry point, a missing file, a bad option) ends with one line
+naming the problem and the fix, and exit status 2 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from mcpactor import __version__
+from mcpactor.entrypoint import EntryPointError, load_entry_point
+
+
+class CliError(Exception):
+    """A user-facing error: printed as ``mcpactor: <message>``, exit status 2."""
+
+
+def _configure_logging(level: str) -> None:
+    # stdout may carry MCP messages (stdio transport): logs only ever go to stderr.
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level.upper(), logging.WARNING),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _load_server(spec: str) -> object:
+    from mcpactor.server.app import Server
+
+    try:
+        obj = load_entry_point(spec)
+    except EntryPointError as exc:
+        raise CliError(str(exc)) from None
+    if not isinstance(obj, Server):
+        raise CliError(
+            f"{spec} is a {type(obj).__name__}, not an mcpactor Server "
+            "(point at the object created with Server(...))"
+        )
+    return obj
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Serve an entry point over stdio or HTTP."""
+    server = _load_server(args.target)
+    from mcpactor.server.app import Server
+
+    assert isinstance(server, Server)
+    try:
+        server.run(
+            args.transport,
+            host=args.host,
+            port=args.port,
+            path=args.path,
+            trace=args.trace,
+            entry_point=args.target,
+        )
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        raise CliError(f"cannot serve: {exc}") from None
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``mcpactor`` command."""
+    p = argparse.ArgumentParser(
+        prog="mcpactor",
+        description="Model Context Protocol runtime on Trio: serve, record, replay.",
+    )
+    p.add_argument("--version", action="version", version=f"mcpactor {__version__}")
+    p.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"],
+        help="logging on stderr (default: warning)",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="serve a Server: mcpactor run path/file.py:server")
+    run.add_argument("target", help="entry point: path/to/file.py:server or package.module:server")
+    run.add_argument("--transport", default="stdio", choices=["stdio", "http"])
+    run.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    run.add_argument("--port", type=int, default=8000)
+    run.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    run.add_argument("--trace", metavar="PATH", help="record the session as a JSONL trace")
+    run.set_defaults(func=cmd_run)
+
+    from mcpactor import cli_extra
+
+    cli_extra.register(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    _configure_logging(args.log_level)
+    try:
+        return int(args.func(args) or 0)
+    except CliError as exc:
+        print(f"mcpactor: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
