@@ -3,49 +3,69 @@
 Servers are written as handlers on a :class:`Server`; clients connect with
 :func:`connect_stdio` (and the other ``connect_*`` functions); every session is a
 supervised actor tree that can be recorded to a JSONL trace and replayed.
+
+Names are imported lazily, so ``import mcpactor.protocol`` stays free of Trio and
+sockets (the protocol core is sans-I/O) and start-up only pays for what it uses.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from mcpactor.client import Client, ClientHandlers, connect_stdio, connect_transport
-from mcpactor.protocol.errors import (
-    CapabilityNotSupported,
-    ConnectionClosed,
-    McpError,
-    RequestTimeout,
-)
-from mcpactor.server import (
-    Audio,
-    Context,
-    Embedded,
-    Field,
-    Image,
-    Link,
-    Server,
-    Text,
-    ToolError,
-)
-from mcpactor.session import Limits, Timeout
+_EXPORTS: dict[str, str] = {
+    "Client": "mcpactor.client",
+    "ClientHandlers": "mcpactor.client",
+    "connect_stdio": "mcpactor.client",
+    "connect_transport": "mcpactor.client",
+    "CapabilityNotSupported": "mcpactor.protocol.errors",
+    "ConnectionClosed": "mcpactor.protocol.errors",
+    "McpError": "mcpactor.protocol.errors",
+    "RequestTimeout": "mcpactor.protocol.errors",
+    "Audio": "mcpactor.server",
+    "Context": "mcpactor.server",
+    "Embedded": "mcpactor.server",
+    "Field": "mcpactor.server",
+    "Image": "mcpactor.server",
+    "Link": "mcpactor.server",
+    "Server": "mcpactor.server",
+    "Text": "mcpactor.server",
+    "ToolError": "mcpactor.server",
+    "Limits": "mcpactor.session",
+    "Timeout": "mcpactor.session",
+}
 
-__all__ = [
-    "Audio",
-    "CapabilityNotSupported",
-    "Client",
-    "ClientHandlers",
-    "ConnectionClosed",
-    "Context",
-    "Embedded",
-    "Field",
-    "Image",
-    "Limits",
-    "Link",
-    "McpError",
-    "RequestTimeout",
-    "Server",
-    "Text",
-    "Timeout",
-    "ToolError",
-    "__version__",
-    "connect_stdio",
-    "connect_transport",
-]
+__all__ = [*sorted(_EXPORTS), "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcpactor' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from mcpactor.client import Client, ClientHandlers, connect_stdio, connect_transport
+    from mcpactor.protocol.errors import (
+        CapabilityNotSupported,
+        ConnectionClosed,
+        McpError,
+        RequestTimeout,
+    )
+    from mcpactor.server import (
+        Audio,
+        Context,
+        Embedded,
+        Field,
+        Image,
+        Link,
+        Server,
+        Text,
+        ToolError,
+    )
+    from mcpactor.session import Limits, Timeout

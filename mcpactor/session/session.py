@@ -337,13 +337,21 @@ class Session:
                         if emit:
                             emit(f"handler:{rid}", "handler_failed", {"id": rid, "error": repr(exc)})
                         data = conn.send_error(rid, InternalError(f"Internal error: {exc}"))
+        except trio.Cancelled:
+            # Not our scope: the session is shutting down around the handler.
+            conn.forget_request(rid)
+            if emit:
+                emit(f"handler:{rid}", "cancel_applied",
+                     {"id": rid, "stage": "running", "by": "supervisor", "why": self.close_reason})
+            raise
         finally:
             self._scopes.pop(rid, None)
             self._slots.release()
         if scope.cancelled_caught or outcome == "cancelled_before_start":
             conn.forget_request(rid)
             if emit:
-                emit(f"handler:{rid}", "cancel_applied", {"id": rid, "stage": outcome})
+                stage = "before_start" if outcome == "cancelled_before_start" else "running"
+                emit(f"handler:{rid}", "cancel_applied", {"id": rid, "stage": stage, "by": "peer"})
             if batch is not None:
                 batch.skip()
             return

@@ -1,0 +1,37 @@
+# The two commands of the README: `make demo` and `make test`. Both set everything up
+# themselves on a fresh clone (a venv in .venv, npm packages under .cache).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint typecheck unit interop conformance bench-quick clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(BIN)/mcpactor demo
+
+lint: setup
+	$(BIN)/ruff check mcpactor replay tests examples benchmarks traces scripts
+
+typecheck: setup
+	$(BIN)/mypy
+
+unit: setup
+	scripts/npm-interop.sh install
+	$(BIN)/python -m pytest -q
+
+test: lint typecheck unit
+
+bench-quick: setup
+	$(BIN)/python -m benchmarks --quick
+
+clean:
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache

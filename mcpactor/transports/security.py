@@ -1,0 +1,88 @@
+"""DNS-rebinding protection for HTTP transports: Host and Origin checks, sans-I/O.
+
+A browser page from ``http://evil.example`` whose name is rebound to 127.0.0.1 can
+reach a local server; its requests then carry the attacker's name in ``Host`` and
+its page's ``Origin``. Accepting only local names (or the ones configured) in both
+headers shuts that door.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import attrs
+
+__all__ = ["LOCAL_HOSTS", "OriginPolicy", "host_name"]
+
+#: Names a loopback server answers to by default (any port).
+LOCAL_HOSTS: frozenset[str] = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+
+
+def host_name(value: str) -> str | None:
+    """The name part of a ``Host`` header value (``name``, ``name:port``, ``[v6]:port``),
+    lower-cased; None when malformed."""
+    value = value.strip().lower()
+    if not value:
+        return None
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        rest = value[end + 1 :]
+        if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+            return None
+        return value[: end + 1]
+    name, sep, port = value.rpartition(":")
+    if not sep:
+        return value
+    if not port.isdigit() or not name or ":" in name:
+        return None
+    return name
+
+
+@attrs.frozen
+class OriginPolicy:
+    """Which ``Host`` and ``Origin`` values a server accepts.
+
+    ``allowed_hosts``: names (without port) or ``name:port`` values; ``"*"`` turns the
+    Host check off. ``allowed_origins``: full origins (``https://app.example``), or
+    ``"*"``. The defaults accept loopback names only, which is right for a server bound
+    to 127.0.0.1; a server on a public interface must list its names.
+    """
+
+    allowed_hosts: frozenset[str] = LOCAL_HOSTS
+    allowed_origins: frozenset[str] | None = None
+
+    def host_ok(self, host: str | None) -> bool:
+        """Whether a request's ``Host`` header is acceptable (absent: HTTP/1.0, allowed)."""
+        if host is None:
+            return True
+        if "*" in self.allowed_hosts:
+            return True
+        name = host_name(host)
+        if name is None:
+            return False
+        return name in self.allowed_hosts or host.strip().lower() in self.allowed_hosts
+
+    def origin_ok(self, origin: str | None) -> bool:
+        """Whether a request's ``Origin`` header is acceptable; no Origin (a non-browser
+        client) is fine."""
+        if origin is None:
+            return True
+        origin = origin.strip().lower()
+        if self.allowed_origins is not None:
+            if "*" in self.allowed_origins or origin in self.allowed_origins:
+                return True
+        if origin == "null":
+            return False
+        try:
+            parts = urlsplit(origin)
+            name = parts.hostname
+        except ValueError:
+            return False
+        if parts.scheme not in ("http", "https") or not name:
+            return False
+        if ":" in name:
+            name = f"[{name}]"
+        # An Origin naming a host we serve under is same-origin for our purpose.
+        return name in self.allowed_hosts or "*" in self.allowed_hosts
