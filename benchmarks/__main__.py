@@ -29,13 +29,17 @@ def _ensure_bench_venv(argv: list[str]) -> None:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """Command-line options."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks", description="mcpactor vs peers and ceilings")
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks", description="mcpactor vs peers and ceilings"
+    )
     p.add_argument("--quick", action="store_true", help="one short round (<1 min); what CI runs")
     p.add_argument("--only", choices=["stdio", "http"], help="only this transport's workloads")
     p.add_argument("--servers", help="comma-separated server names (default: all)")
     p.add_argument("--rounds", type=int, help="rounds (default 3, quick 1)")
     p.add_argument("--duration", type=float, help="seconds per measurement (default 2, quick 0.4)")
-    p.add_argument("--inflight", type=int, help="calls outstanding in stdio_pipelined (default 100)")
+    p.add_argument(
+        "--inflight", type=int, help="calls outstanding in stdio_pipelined (default 100)"
+    )
     p.add_argument("--http-conns", type=int, help="connections in http_concurrent (default 10)")
     p.add_argument("--spin-us", type=float, help="stdio driver spin before blocking (default 200)")
     p.add_argument("--subject", help="server the ratios are computed for (default mcpactor)")

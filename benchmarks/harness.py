@@ -131,7 +131,10 @@ SERVERS: list[ServerSpec] = [
         "fastmcp 4.1.2; HTTP: uvicorn, JSON responses",
     ),
     ServerSpec(
-        "bare_pipe_blocking", "ceiling", {"stdio": _py("bare_pipe_blocking.py")}, "os.read/os.write loop"
+        "bare_pipe_blocking",
+        "ceiling",
+        {"stdio": _py("bare_pipe_blocking.py")},
+        "os.read/os.write loop",
     ),
     ServerSpec(
         "bare_pipe_trio", "ceiling", {"stdio": _py("bare_pipe_trio.py", "loop")}, "trio, one loop"
@@ -142,7 +145,9 @@ SERVERS: list[ServerSpec] = [
         {"stdio": _py("bare_pipe_trio.py", "tasks")},
         "trio, task per request + batching writer",
     ),
-    ServerSpec("bare_h11_trio", "ceiling", {"http": _py("bare_h11_trio.py", "{port}")}, "h11 on trio"),
+    ServerSpec(
+        "bare_h11_trio", "ceiling", {"http": _py("bare_h11_trio.py", "{port}")}, "h11 on trio"
+    ),
 ]
 
 
@@ -452,7 +457,9 @@ def run_rounds(cfg: Config, log: Callable[[str], None]) -> list[dict[str, Any]]:
     return runs
 
 
-def _run_one(w: Workload, target: Target, cfg: Config, rnd: int, log: Callable[[str], None]) -> dict[str, Any]:
+def _run_one(
+    w: Workload, target: Target, cfg: Config, rnd: int, log: Callable[[str], None]
+) -> dict[str, Any]:
     row: dict[str, Any] = {"round": rnd, "server": target.spec.name, "workload": w.name}
     t0 = time.perf_counter()
     try:
@@ -489,9 +496,20 @@ def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         groups.items(), key=lambda kv: (order.get(kv[0][0], 99), server_order.get(kv[0][1], 99))
     ):
         ok = [r for r in rs if r["ok"]]
-        row: dict[str, Any] = {"workload": wname, "server": sname, "rounds": len(rs), "ok_rounds": len(ok)}
+        row: dict[str, Any] = {
+            "workload": wname,
+            "server": sname,
+            "rounds": len(rs),
+            "ok_rounds": len(ok),
+        }
         if ok:
-            for key in ("calls_per_s", "p50_us", "p99_us", "driver_cpu_us_per_call", "server_cpu_us_per_call"):
+            for key in (
+                "calls_per_s",
+                "p50_us",
+                "p99_us",
+                "driver_cpu_us_per_call",
+                "server_cpu_us_per_call",
+            ):
                 row[key] = _median([r.get(key) for r in ok])
             row["protocol_version"] = ok[-1].get("protocol_version")
         else:
@@ -530,7 +548,9 @@ def _fmt(v: float | None, spec: str = ",.0f") -> str:
     return "-" if v is None else format(v, spec)
 
 
-def format_table(summary: list[dict[str, Any]], ratio_rows: list[dict[str, Any]], subject: str) -> str:
+def format_table(
+    summary: list[dict[str, Any]], ratio_rows: list[dict[str, Any]], subject: str
+) -> str:
     """The one table people read, plus the ratios under it."""
     units = {w.name: w.unit for w in WORKLOADS}
     lines = [
@@ -594,7 +614,9 @@ def machine_info() -> dict[str, Any]:
     """What the numbers were measured on."""
     model = platform.processor()
     try:
-        for line in subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout.splitlines():
+        for line in subprocess.run(
+            ["lscpu"], capture_output=True, text=True, timeout=10
+        ).stdout.splitlines():
             if line.startswith("Model name:"):
                 model = line.split(":", 1)[1].strip()
                 break
@@ -645,5 +667,7 @@ def run(cfg: Config, *, log: Callable[[str], None] = print) -> dict[str, Any]:
         write_chart(summary, RESULTS_DIR / "latest.png", cfg.subject)
     except ImportError as exc:  # the chart is a convenience; the table and JSON are the record
         log(f"chart skipped: {exc}")
-    log(f"\nwrote {RESULTS_DIR / (stamp + '.json')}, latest.json, latest.png in {report['wall_s']:.1f}s")
+    log(
+        f"\nwrote {RESULTS_DIR / (stamp + '.json')}, latest.json, latest.png in {report['wall_s']:.1f}s"
+    )
     return report

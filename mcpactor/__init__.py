@@ -37,7 +37,28 @@ _EXPORTS: dict[str, str] = {
     "Timeout": "mcpactor.session",
 }
 
-__all__ = [*sorted(_EXPORTS), "__version__"]
+__all__ = [
+    "Audio",
+    "CapabilityNotSupported",
+    "Client",
+    "ClientHandlers",
+    "ConnectionClosed",
+    "Context",
+    "Embedded",
+    "Field",
+    "Image",
+    "Limits",
+    "Link",
+    "McpError",
+    "RequestTimeout",
+    "Server",
+    "Text",
+    "Timeout",
+    "ToolError",
+    "__version__",
+    "connect_stdio",
+    "connect_transport",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -276,7 +276,9 @@ def measure(
         p99_us=p99,
         protocol_version=sessions[0].protocol_version,
         driver_cpu_us_per_call=(cpu1 - cpu0) / n * 1e6,
-        server_cpu_us_per_call=None if scpu0 is None or scpu1 is None else (scpu1 - scpu0) / n * 1e6,
+        server_cpu_us_per_call=None
+        if scpu0 is None or scpu1 is None
+        else (scpu1 - scpu0) / n * 1e6,
         extra={
             "conns": conns,
             "content_types": sorted(set().union(*(s.content_types for s in sessions))),

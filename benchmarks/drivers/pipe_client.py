@@ -299,7 +299,9 @@ class PipeSession:
             p99_us=p99,
             protocol_version=self.protocol_version,
             driver_cpu_us_per_call=(cpu1 - cpu0) / n * 1e6,
-            server_cpu_us_per_call=None if scpu0 is None or scpu1 is None else (scpu1 - scpu0) / n * 1e6,
+            server_cpu_us_per_call=None
+            if scpu0 is None or scpu1 is None
+            else (scpu1 - scpu0) / n * 1e6,
         )
 
     def _sequential_loop(self, duration: float, max_calls: int, *, record: bool) -> list[int]:
@@ -341,7 +343,9 @@ class PipeSession:
             calls_per_s=n / elapsed,
             protocol_version=self.protocol_version,
             driver_cpu_us_per_call=(cpu1 - cpu0) / n * 1e6,
-            server_cpu_us_per_call=None if scpu0 is None or scpu1 is None else (scpu1 - scpu0) / n * 1e6,
+            server_cpu_us_per_call=None
+            if scpu0 is None or scpu1 is None
+            else (scpu1 - scpu0) / n * 1e6,
             extra={"inflight": inflight},
         )
 

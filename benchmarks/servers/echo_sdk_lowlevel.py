@@ -44,7 +44,9 @@ async def _call_tool(
     return types.CallToolResult(content=[types.TextContent(text=text)])
 
 
-server: Server[Any] = Server("echo", version="1.0.0", on_list_tools=_list_tools, on_call_tool=_call_tool)
+server: Server[Any] = Server(
+    "echo", version="1.0.0", on_list_tools=_list_tools, on_call_tool=_call_tool
+)
 
 
 async def _run_stdio() -> None:

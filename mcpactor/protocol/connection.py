@@ -26,6 +26,7 @@ from mcpactor.protocol.errors import (
     MethodNotFound,
     ParseError,
     RemoteProtocolError,
+    RequestError,
 )
 from mcpactor.protocol.jsonrpc import (
     ErrorObject,
@@ -524,7 +525,7 @@ class Connection:
         if pending.progress_token is not None:
             self._progress_tokens.pop(pending.progress_token, None)
         if error is not None:
-            exc = McpError(error.message, code=error.code, data=error.data)
+            exc = RequestError(error.message, code=error.code, data=error.data)
             if rid == self._initialize_id:
                 self.state = State.CLOSED
             out.append(ErrorReceived(rid, pending.method, exc))

@@ -8,8 +8,17 @@ from typing import TYPE_CHECKING, Any
 
 from mcpactor.protocol import connection as pc
 from mcpactor.protocol import types as t
-from mcpactor.protocol.errors import InternalError, InvalidParams, McpError, MethodNotFound
-from mcpactor.server.content import resource_contents, to_content, to_json_text
+from mcpactor.protocol.errors import (
+    ConnectionClosed,
+    InternalError,
+    InvalidParams,
+    LocalProtocolError,
+    McpError,
+    MethodNotFound,
+    RequestError,
+    RequestTimeout,
+)
+from mcpactor.server.content import _CONTENT_TYPES, resource_contents, to_content, to_json_text
 from mcpactor.server.context import LOG_LEVELS, Context, session_state
 from mcpactor.server.registry import TemplateEntry, paginate
 from mcpactor.server.schema import serialize_output
@@ -110,8 +119,12 @@ class ServerHandler:
             value = await _call(entry.fn, entry.is_async, kwargs)
         except ToolError as exc:
             return _error_result(str(exc))
+        except (LocalProtocolError, RequestError, RequestTimeout, ConnectionClosed) as exc:
+            # The tool's own conversation with the client failed (a capability the client
+            # lacks, an error answer, a timeout): the model should read that as a result.
+            return _error_result(f"Error executing tool {params.name}: {exc.message}")
         except McpError:
-            raise
+            raise  # raised on purpose by the tool: a protocol error
         except Exception as exc:
             log.exception("tool %s failed", params.name)
             return _error_result(f"Error executing tool {params.name}: {exc}")
@@ -120,7 +133,7 @@ class ServerHandler:
             return {"content": [{"type": "text", "text": value}]}
         if isinstance(value, t.CallToolResult):
             return value
-        if sig.output_schema is not None:
+        if sig.output_schema is not None and not _holds_content(value):
             try:
                 structured = serialize_output(sig, value)
             except TypeError as exc:
@@ -309,6 +322,13 @@ class ServerHandler:
             )
         session_state(rc.session).log_level = params.level
         return {}
+
+
+def _holds_content(value: Any) -> bool:
+    """Whether a return value is (or lists) content objects rather than structured data."""
+    if isinstance(value, _CONTENT_TYPES):
+        return True
+    return isinstance(value, (list, tuple)) and any(isinstance(v, _CONTENT_TYPES) for v in value)
 
 
 def _cursor(rc: RequestContext) -> str | None:

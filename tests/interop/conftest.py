@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-from interop_support import HERE, NPM_SCRIPT, ROOT, SERVER_EVERYTHING_ENTRY
+from interop_support import NPM_SCRIPT, ROOT, SERVER_EVERYTHING_ENTRY
 
 #: Upper bound for one npm install (the first run downloads the packages).
 NPM_INSTALL_TIMEOUT = 300
 
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Everything in this folder drives (or is driven by) foreign code: mark it interop."""
-    for item in items:
-        if HERE in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.interop)
 
 
 @pytest.fixture(scope="session")

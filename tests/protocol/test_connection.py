@@ -247,7 +247,7 @@ def test_server_may_not_notify_undeclared_own_capability() -> None:
 
 def test_client_handshake_end_to_end() -> None:
     c, s = client({"sampling": {}}), server()
-    rid, data = c.start_initialize("2025-06-18")
+    _, data = c.start_initialize("2025-06-18")
     assert c.state is State.INITIALIZING
     with pytest.raises(LocalProtocolError):
         c.send_request("tools/list")

@@ -1,0 +1,129 @@
+"""Minimal ASGI plumbing for our HTTP endpoints: reading bodies, writing responses,
+streaming SSE, and noticing when the client goes away."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+import trio
+
+from mcpactor.transports.http_rules import HttpError
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+__all__ = [
+    "BodyTooLarge",
+    "Receive",
+    "Scope",
+    "Send",
+    "error_body",
+    "read_body",
+    "send_error",
+    "send_json",
+    "send_response",
+    "watch_disconnect",
+]
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class BodyTooLarge(Exception):
+    """The request body went past the limit."""
+
+
+class ClientGone(Exception):
+    """The client disconnected before the body was read."""
+
+
+async def read_body(receive: Receive, limit: int, content_length: str | None) -> bytes:
+    """The whole request body, refusing anything over ``limit`` bytes."""
+    if content_length is not None:
+        try:
+            if int(content_length) > limit:
+                raise BodyTooLarge
+        except ValueError:
+            pass
+    chunks = bytearray()
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            raise ClientGone
+        chunks += msg.get("body", b"")
+        if len(chunks) > limit:
+            raise BodyTooLarge
+        if not msg.get("more_body", False):
+            return bytes(chunks)
+
+
+async def send_response(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    headers: list[tuple[bytes, bytes]] | None = None,
+    content_type: bytes | None = None,
+) -> None:
+    """One complete response."""
+    h = list(headers or [])
+    if content_type is not None:
+        h.append((b"content-type", content_type))
+    h.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": h})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def error_body(code: int, message: str, rid: Any = None) -> bytes:
+    """A JSON-RPC error response (used as the body of HTTP refusals)."""
+    return orjson.dumps(
+        {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+    )
+
+
+async def send_error(
+    send: Send, err: HttpError, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """A refusal with a JSON-RPC error body."""
+    await send_response(
+        send, err.status, error_body(err.code, err.message), headers, b"application/json"
+    )
+
+
+async def send_json(
+    send: Send, body: bytes, headers: list[tuple[bytes, bytes]] | None = None, status: int = 200
+) -> None:
+    """A 200 JSON response."""
+    await send_response(send, status, body, headers, b"application/json")
+
+
+async def start_sse(send: Send, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """Send the headers of an SSE response."""
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + list(headers or [])}
+    )
+
+
+async def sse_chunk(send: Send, data: bytes) -> None:
+    """Write already-encoded SSE bytes."""
+    await send({"type": "http.response.body", "body": data, "more_body": True})
+
+
+async def end_body(send: Send) -> None:
+    """Finish a streamed response."""
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` once the client disconnects (call after the body is read)."""
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            scope.cancel()
+            return

@@ -1,0 +1,206 @@
+"""One HTTP-served MCP session: the Session actor tree plus its SSE streams.
+
+:class:`HttpSessionTransport` is the :class:`Transport` the session runs on. Inbound,
+each POST body is queued as one message. Outbound, every message is routed by the
+request it belongs to (``Outgoing.related``): onto that request's POST stream, or,
+when it belongs to no open request, onto the standalone GET stream. A response (or a
+batch of them) marks its requests answered, which completes the POST stream.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import trio
+
+from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
+from mcpactor.transports.event_store import EventStore, Stream
+
+if TYPE_CHECKING:
+    from mcpactor.session.session import Session
+
+__all__ = ["HttpSession", "HttpSessionTransport", "response_ids"]
+
+
+def response_ids(data: bytes) -> list[RequestId]:
+    """The ids answered by an outbound message (a response, an error, or a batch of them).
+
+    Only called for messages tied to a request, which are few per request; a message
+    that is not a response gives ``[]``.
+    """
+    # Cheap pre-filter: requests and notifications always carry "method".
+    if b'"result"' not in data and b'"error"' not in data:
+        return []
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return []
+    items = obj if isinstance(obj, list) else [obj]
+    out: list[RequestId] = []
+    for item in items:
+        if isinstance(item, dict) and "method" not in item and ("result" in item or "error" in item):
+            rid = item.get("id")
+            if isinstance(rid, (str, int)) and not isinstance(rid, bool):
+                out.append(rid)
+    return out
+
+
+class HttpSession:
+    """Routing state of one session: request streams, the standalone stream, activity.
+
+    ``mode``: ``"sse"`` (requests answered on SSE streams; messages tied to a request go
+    on its stream), ``"json"`` (requests answered with JSON bodies; other messages go on
+    the standalone stream), ``"single"`` (legacy HTTP+SSE: everything on one stream).
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        mode: str = "sse",
+        max_events: int = 1000,
+        max_in_flight: int = 64,
+        drop_ids: frozenset[RequestId] = frozenset(),
+    ) -> None:
+        self.id = session_id
+        self.mode = mode
+        self.store = EventStore(max_events)
+        self.standalone = self.store.new_stream(standalone=True)
+        self.request_streams: dict[RequestId, Stream] = {}
+        self.max_in_flight = max_in_flight
+        #: Responses to these ids are swallowed (the stateless mode's synthetic initialize).
+        self.drop_ids = set(drop_ids)
+        self.session: Session | None = None
+        self.active_requests = 0  # HTTP requests currently being served for this session
+        self.last_activity = trio.current_time()
+        self.ended = False
+        #: Set by the standalone-stream owner so a new GET can replace it.
+        self.transport = HttpSessionTransport(self)
+
+    # -- bookkeeping ------------------------------------------------------------------
+
+    def touch(self) -> None:
+        """Record activity (for idle expiry)."""
+        self.last_activity = trio.current_time()
+
+    def idle_for(self, now: float) -> float:
+        """Seconds without any HTTP request in progress; 0 while one is."""
+        if self.active_requests > 0:
+            return 0.0
+        return now - self.last_activity
+
+    def in_flight(self) -> int:
+        """Requests accepted and not yet answered."""
+        return len(self.request_streams)
+
+    def open_request_stream(self, ids: list[RequestId]) -> Stream:
+        """A stream for the requests of one POST (register it before delivering them)."""
+        stream = self.store.new_stream()
+        for rid in ids:
+            stream.pending.add(rid)
+            self.request_streams[rid] = stream
+        return stream
+
+    def abandon(self, stream: Stream) -> None:
+        """Forget a request stream whose requests never reached the session."""
+        for rid in list(stream.pending):
+            if self.request_streams.get(rid) is stream:
+                del self.request_streams[rid]
+        stream.finish()
+
+    # -- outbound routing -------------------------------------------------------------
+
+    def route(self, data: bytes, related: RequestId | None) -> None:
+        """Put one outbound message on the stream it belongs to."""
+        stream = self.request_streams.get(related) if related is not None else None
+        if stream is None:
+            if related is not None and related in self.drop_ids:
+                self.drop_ids.discard(related)
+                return
+            self.standalone.append(data)
+            return
+        ids = response_ids(data)
+        if not ids and self.mode == "json":
+            # A JSON answer cannot carry notifications or server requests: send them
+            # on the standalone stream where a GET can pick them up.
+            self.standalone.append(data)
+            return
+        if self.mode == "single":
+            self.standalone.append(data)
+        else:
+            stream.append(data)
+        if ids:
+            for rid in ids:
+                if self.request_streams.get(rid) is stream:
+                    del self.request_streams[rid]
+            stream.answered(ids)
+
+    def close_request_stream(self, rid: RequestId) -> None:
+        """SSE polling: end the HTTP response carrying ``rid``'s stream now; the client
+        resumes it with ``Last-Event-ID``."""
+        stream = self.request_streams.get(rid)
+        if stream is not None:
+            stream.detach()
+
+    def finish(self) -> None:
+        """The session ended: wake and end every stream."""
+        self.ended = True
+        self.request_streams.clear()
+        self.store.finish_all()
+
+
+class HttpSessionTransport(Transport):
+    """The :class:`Transport` between a Session and the HTTP layer."""
+
+    name = "http"
+
+    def __init__(self, owner: HttpSession, inbound_buffer: float = math.inf) -> None:
+        self.owner = owner
+        # Unbounded on purpose: POSTs are already bounded by the in-flight limit, and a
+        # bounded queue would let one slow session stall an HTTP handler indefinitely.
+        self._in_send, self._in_recv = trio.open_memory_channel[bytes](inbound_buffer)
+        self._closed = False
+
+    async def deliver(self, data: bytes) -> None:
+        """Queue one inbound message (a POST body)."""
+        try:
+            self._in_send.send_nowait(data)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise TransportClosed("the session is closed") from None
+
+    async def receive(self) -> bytes | Oversize:
+        """The next POSTed message; EndOfChannel once the session is being closed."""
+        try:
+            return await self._in_recv.receive()
+        except (trio.ClosedResourceError, trio.EndOfChannel):
+            raise trio.EndOfChannel from None
+
+    async def send(self, messages: list[Outgoing]) -> None:
+        """Route each message to its stream (never blocks: streams buffer)."""
+        if self._closed:
+            raise TransportClosed("the HTTP session is closed")
+        for data, related in messages:
+            self.owner.route(data, related)
+
+    async def close_request_stream(self, request_id: RequestId) -> None:
+        """See :meth:`HttpSession.close_request_stream`."""
+        self.owner.close_request_stream(request_id)
+
+    async def aclose(self) -> None:
+        """Stop input and end every stream."""
+        if self._closed:
+            return
+        self._closed = True
+        self._in_send.close()
+        self.owner.finish()
+
+    def end_input(self) -> None:
+        """Close the inbound side: the session sees end of input and winds down."""
+        self._in_send.close()
+
+    def info(self) -> dict[str, Any]:
+        """Debug snapshot."""
+        return {"id": self.owner.id, "streams": len(self.owner.store.streams)}
