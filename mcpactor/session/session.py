@@ -33,7 +33,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import attrs
-import orjson
 import trio
 
 from mcpactor.protocol import connection as pc
@@ -49,7 +48,7 @@ from mcpactor.protocol.errors import (
 from mcpactor.protocol.jsonrpc import RequestId, encode_batch, encode_error
 from mcpactor.session.context import RequestContext
 from mcpactor.session.tracker import ProgressCallback, RequestTracker, Timeout, Waiter
-from mcpactor.tracing.tracer import Tracer
+from mcpactor.tracing.tracer import EncodedMessage, Tracer
 from mcpactor.transports.base import (
     Outgoing,
     Oversize,
@@ -59,8 +58,6 @@ from mcpactor.transports.base import (
 )
 
 log = logging.getLogger("mcpactor.session")
-
-_Fragment = orjson.Fragment
 
 
 @attrs.frozen
@@ -102,7 +99,8 @@ class SessionHandler(Protocol):
 
 
 def _msg(data: bytes) -> Any:
-    return _Fragment(data)
+    # The recorder embeds these bytes as they are (redacting secrets off the hot path).
+    return EncodedMessage(data)
 
 
 class Session:
@@ -135,6 +133,8 @@ class Session:
         )
         self._slots = trio.Semaphore(limits.max_concurrent_requests)
         self._scopes: dict[RequestId, trio.CancelScope] = {}
+        # Why the peer cancelled each request, kept only while tracing (for cancel_applied).
+        self._cancel_reasons: dict[RequestId, str | None] = {}
         self._handlers: trio.Nursery | None = None
         self._reader_scope = trio.CancelScope()
         self.started = trio.Event()
@@ -214,6 +214,8 @@ class Session:
         conn = self.connection
         receive = self.transport.receive
         emit = self._emit if self.tracer is not None else None
+        if emit:
+            emit("reader", "transport_opened", {"transport": self.transport.name})
         with self._reader_scope:
             while True:
                 try:
@@ -252,7 +254,12 @@ class Session:
         t = type(ev)
         if t is pc.RequestReceived:
             assert isinstance(ev, pc.RequestReceived)
-            await self._slots.acquire()
+            # acquire_nowait never yields: the reader routes a whole read's worth of
+            # requests in one scheduler step and only waits when the limit is reached.
+            try:
+                self._slots.acquire_nowait()
+            except trio.WouldBlock:
+                await self._slots.acquire()
             scope = trio.CancelScope()
             self._scopes[ev.id] = scope
             assert self._handlers is not None
@@ -272,9 +279,13 @@ class Session:
             await self._note_send.send(lambda: self.handler.handle_notification(self, ev))
         elif t is pc.CancelReceived:
             assert isinstance(ev, pc.CancelReceived)
-            self._emit("reader", "cancel_requested",
-                       {"id": ev.request_id, "by": "peer", "reason": ev.reason})
             target = self._scopes.get(ev.request_id)
+            if self.tracer is not None:
+                self._emit("reader", "cancel_requested",
+                           {"id": ev.request_id, "by": "peer", "reason": ev.reason,
+                            "target": "running" if target is not None else "none"})
+                if target is not None:
+                    self._cancel_reasons[ev.request_id] = ev.reason
             if target is not None:
                 target.cancel()
         elif t is pc.ProgressReceived:
@@ -351,11 +362,13 @@ class Session:
             conn.forget_request(rid)
             if emit:
                 stage = "before_start" if outcome == "cancelled_before_start" else "running"
-                emit(f"handler:{rid}", "cancel_applied", {"id": rid, "stage": stage, "by": "peer"})
+                emit(f"handler:{rid}", "cancel_applied", {"id": rid, "stage": stage, "by": "peer",
+                                                           "why": self._cancel_reasons.pop(rid, None)})
             if batch is not None:
                 batch.skip()
             return
         if emit:
+            self._cancel_reasons.pop(rid, None)
             emit(f"handler:{rid}", "handler_finished", {"id": rid, "outcome": outcome,
                                                          "suppressed": data is None})
         if batch is not None:
@@ -369,8 +382,15 @@ class Session:
     # -- writer -----------------------------------------------------------------------
 
     async def _send(self, data: bytes, related: RequestId | None = None) -> None:
+        # send_nowait when the mailbox has room: no scheduler round trip per message.
+        # Only a full mailbox (a slow peer) makes the sender wait — that is backpressure.
         try:
-            await self._out_send.send((data, related))
+            self._out_send.send_nowait((data, related))
+        except trio.WouldBlock:
+            try:
+                await self._out_send.send((data, related))
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                raise ConnectionClosed("the session is closed") from None
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise ConnectionClosed("the session is closed") from None
 
@@ -482,6 +502,9 @@ class Session:
         waiter = self.tracker.get(ev.request_id)
         if waiter is None:
             return
+        if self.tracer is not None:
+            self._emit("reader", "progress", {"id": ev.request_id, "direction": "in",
+                                              "progress": ev.progress, "total": ev.total})
         if waiter.timeout.reset_on_progress and waiter.scope is not None:
             new = waiter.deadline_from(trio.current_time())
             waiter.scope.deadline = new
@@ -519,6 +542,9 @@ class Session:
         if data is None:
             self._emit(f"handler:{rid}", "progress_dropped", {"id": rid, "progress": progress})
             return False
+        if self.tracer is not None:
+            self._emit(f"handler:{rid}", "progress", {"id": rid, "direction": "out",
+                                                      "progress": progress, "total": total})
         await self._send(data, rid)
         return True
 

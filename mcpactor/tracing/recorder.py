@@ -1,9 +1,10 @@
-"""Trace recorders: JSONL files (``--trace PATH``) and an in-memory list for tests.
+"""Trace recorders: JSONL files (``--trace PATH``) and an in-memory list.
 
-Recording stays off the per-message path as far as it can: an event is appended to a
-list as a small dict, and the list is encoded with orjson and written in one call every
-few hundred events (and at close). Messages that are already encoded bytes are embedded
-with ``orjson.Fragment``, so a message is never decoded and encoded again for the trace.
+The format is described in ``docs/trace-format.md``. Recording stays off the
+per-message path as far as it can: ``emit`` appends a small dict to a list; batches are
+redacted, encoded and written by a background thread (:mod:`.writer`). Messages arrive
+as :class:`~mcpactor.tracing.tracer.EncodedMessage` bytes and are embedded with
+``orjson.Fragment`` — never decoded and encoded again, unless they may hold a secret.
 """
 
 from __future__ import annotations
@@ -11,40 +12,48 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import attrs
 import orjson
 import trio
 
 from mcpactor import __version__ as _version
+from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS, Redactor
+from mcpactor.tracing.seeds import apply_seeds, clock_kind, fresh_seeds
+from mcpactor.tracing.tracer import EncodedMessage
+from mcpactor.tracing.writer import BackgroundWriter
 
+TRACE_FORMAT = "mcpactor-trace"
 TRACE_FORMAT_VERSION = 1
-_FLUSH_EVERY = 512
-
-# Keys whose values are secrets wherever they appear in a traced message.
-DEFAULT_REDACT_KEYS = frozenset(
-    {"authorization", "access_token", "refresh_token", "client_secret", "password", "token"}
-)
+#: Hand a batch to the writer thread after this many events ...
+_BATCH_EVENTS = 256
+#: ... or after this many seconds of wall time, so a live trace is never far behind.
+_BATCH_SECONDS = 0.05
 
 
-@attrs.define
+@attrs.frozen
 class TraceHeader:
-    """The first line of a trace: what is needed to replay the rest."""
+    """The first line of a trace: what is needed to replay the rest.
+
+    ``entry_point`` names the server code (``module:attr`` or ``path/file.py:attr``);
+    ``seeds`` are applied when recording starts (fresh ones by default);
+    ``redacted_keys`` are the keys whose values never reach the trace.
+    """
 
     role: str
     transport: str
     entry_point: str | None = None
     protocol_version: str | None = None
     session: str | None = None
-    seeds: dict[str, Any] = attrs.Factory(dict)
+    seeds: dict[str, Any] = attrs.Factory(fresh_seeds)
     redacted_keys: list[str] = attrs.Factory(lambda: sorted(DEFAULT_REDACT_KEYS))
 
-    def to_json(self, clock_origin: float, wall_origin: float) -> dict[str, Any]:
-        """The header line's JSON object."""
+    def to_json(self, clock: dict[str, Any]) -> dict[str, Any]:
+        """The header line's JSON object (``clock``: kind, origin, wall_origin)."""
         return {
             "type": "header",
-            "format": "mcpactor-trace",
+            "format": TRACE_FORMAT,
             "format_version": TRACE_FORMAT_VERSION,
             "mcpactor_version": _version,
             "protocol_version": self.protocol_version,
@@ -53,8 +62,8 @@ class TraceHeader:
             "entry_point": self.entry_point,
             "session": self.session,
             "seeds": self.seeds,
-            "clock": {"origin": clock_origin, "wall_origin": wall_origin},
-            "redacted_keys": self.redacted_keys,
+            "clock": clock,
+            "redacted_keys": list(self.redacted_keys),
         }
 
 
@@ -65,14 +74,56 @@ def _now() -> float:
         return time.monotonic()
 
 
+def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[bytes]:
+    """Encode events as JSON lines, redacting secrets (used by every recorder)."""
+    dumps = orjson.dumps
+    fragment = orjson.Fragment
+    out: list[bytes] = []
+    for ev in events:
+        fixed: dict[str, Any] = {}
+        for key, value in ev.items():
+            if type(value) is EncodedMessage:
+                data = value.data
+                if redactor.might_hold_secret(data):
+                    try:
+                        value, _ = redactor.redact(orjson.loads(data))
+                    except orjson.JSONDecodeError:
+                        value = redactor.redact_text(data.decode("utf-8", "replace"))
+                else:
+                    value = fragment(data)
+            elif key == "raw" and isinstance(value, str):
+                value = redactor.redact_text(value)
+            elif isinstance(value, dict | list | str):
+                value, _ = redactor.redact(value)
+            fixed[key] = value
+        try:
+            out.append(dumps(fixed))
+        except TypeError:
+            out.append(dumps({k: v if _jsonable(v) else repr(v) for k, v in fixed.items()}))
+    return out
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return False
+    return True
+
+
 class _BufferedRecorder:
-    def __init__(self, header: TraceHeader) -> None:
-        self.header = header
+    """Numbering, timing and batching shared by the recorders."""
+
+    def __init__(self, header: TraceHeader, redact_keys: frozenset[str] | None) -> None:
+        keys = frozenset(header.redacted_keys) | (redact_keys or frozenset())
+        self.header = attrs.evolve(header, redacted_keys=sorted(keys))
+        self.redactor = Redactor(keys)
         self._events: list[dict[str, Any]] = []
         self._seq = 0
         self._origin = _now()
-        self._wall = time.time()
+        self._clock = {"kind": clock_kind(), "origin": self._origin, "wall_origin": time.time()}
         self._header_done = False
+        self._last_handoff = time.monotonic()
         self._closed = False
 
     def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
@@ -81,36 +132,39 @@ class _BufferedRecorder:
             return
         self._seq += 1
         if kind == "initialized" and self.header.protocol_version is None:
-            self.header.protocol_version = data.get("protocol_version")
-        self._events.append(
-            {
-                "seq": self._seq,
-                "t": round(_now() - self._origin, 9),
-                "session": session,
-                "actor": actor,
-                "kind": kind,
-                **data,
-            }
-        )
-        if len(self._events) >= _FLUSH_EVERY:
+            self.header = attrs.evolve(self.header, protocol_version=data.get("protocol_version"))
+        if kind == "session_started" and self.header.session is None:
+            self.header = attrs.evolve(self.header, session=session)
+        ev = {
+            "seq": self._seq,
+            "t": round(_now() - self._origin, 9),
+            "session": session,
+            "actor": actor,
+            "kind": kind,
+        }
+        ev.update(data)
+        self._events.append(ev)
+        # Hold the header back until the protocol version is known (it is negotiated a
+        # few events in), unless the batch grows large first.
+        if self._header_done or self.header.protocol_version is not None:
+            if len(self._events) >= _BATCH_EVENTS or (
+                time.monotonic() - self._last_handoff >= _BATCH_SECONDS
+            ):
+                self.flush()
+        elif len(self._events) >= _BATCH_EVENTS:
             self.flush()
 
-    def _lines(self) -> list[bytes]:
-        lines: list[bytes] = []
+    def _take(self) -> tuple[list[bytes], list[dict[str, Any]]]:
+        prefix: list[bytes] = []
         if not self._header_done:
             self._header_done = True
-            lines.append(orjson.dumps(self.header.to_json(self._origin, self._wall)))
-        dumps = orjson.dumps
-        for ev in self._events:
-            try:
-                lines.append(dumps(ev))
-            except TypeError:
-                lines.append(dumps({k: repr(v) if k == "data" else v for k, v in ev.items()}))
-        self._events.clear()
-        return lines
+            prefix.append(orjson.dumps(self.header.to_json(self._clock)))
+        events, self._events = self._events, []
+        self._last_handoff = time.monotonic()
+        return prefix, events
 
     def flush(self) -> None:
-        """Write buffered events."""
+        """Hand buffered events to the output."""
 
     def close(self) -> None:
         """Flush and stop recording."""
@@ -120,38 +174,58 @@ class _BufferedRecorder:
 
 
 class JsonlRecorder(_BufferedRecorder):
-    """Writes a trace to ``path`` as JSON Lines: a header, then one event per line."""
+    """Writes a trace to ``path`` as JSON Lines: a header, then one event per line.
 
-    def __init__(self, path: str | os.PathLike[str], header: TraceHeader) -> None:
-        super().__init__(header)
+    Creating the recorder applies the header's seeds (fresh ones unless given), so the
+    recorded run and its replays share Trio's scheduling seed and ``random``'s state.
+    ``redact_keys`` adds secret keys to the defaults.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        header: TraceHeader,
+        *,
+        redact_keys: frozenset[str] | None = None,
+        apply_header_seeds: bool = True,
+    ) -> None:
+        super().__init__(header, redact_keys)
+        if apply_header_seeds:
+            apply_seeds(self.header.seeds)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[bytes] = open(self.path, "wb")
+        redactor = self.redactor
+        self._writer = BackgroundWriter(
+            open(self.path, "wb"), lambda events: encode_events(events, redactor)
+        )
 
     def flush(self) -> None:
-        """Encode and write buffered events in one call."""
-        lines = self._lines()
-        if lines:
-            self._file.write(b"\n".join(lines) + b"\n")
-            self._file.flush()
+        """Hand buffered events to the writer thread."""
+        prefix, events = self._take()
+        if prefix or events:
+            self._writer.submit(prefix, events)
 
     def close(self) -> None:
-        """Flush and close the file."""
+        """Flush, wait for the writer thread, close the file."""
         if not self._closed:
             super().close()
-            self._file.close()
+            self._writer.close()
 
 
 class MemoryRecorder(_BufferedRecorder):
     """Keeps the trace in memory as JSON lines (tests, the replayer's output stream)."""
 
-    def __init__(self, header: TraceHeader | None = None) -> None:
-        super().__init__(header or TraceHeader(role="unknown", transport="memory"))
+    def __init__(
+        self, header: TraceHeader | None = None, *, redact_keys: frozenset[str] | None = None
+    ) -> None:
+        super().__init__(header or TraceHeader(role="unknown", transport="memory"), redact_keys)
         self.lines: list[bytes] = []
 
     def flush(self) -> None:
-        """Move buffered events to :attr:`lines`."""
-        self.lines.extend(self._lines())
+        """Encode buffered events into :attr:`lines` (synchronously)."""
+        prefix, events = self._take()
+        self.lines.extend(prefix)
+        self.lines.extend(encode_events(events, self.redactor))
 
     def events(self) -> list[dict[str, Any]]:
         """Every event so far, decoded (the header excluded)."""

@@ -29,7 +29,6 @@ class StreamTransport(Transport):
         self._framer = LineFramer(max_message_size)
         self._ready: deque[bytes | Oversize] = deque()
         self._eof = False
-        self._send_lock = trio.Lock()
 
     async def receive(self) -> bytes | Oversize:
         """The next line-framed message."""
@@ -53,9 +52,9 @@ class StreamTransport(Transport):
             data = messages[0][0] + b"\n"
         else:
             data = b"\n".join([m for m, _ in messages]) + b"\n"
+        # No lock: the session's writer is the only caller (one owner of the stream).
         try:
-            async with self._send_lock:
-                await self._out.send_all(data)
+            await self._out.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise TransportClosed(str(exc) or "output stream broke") from exc
 

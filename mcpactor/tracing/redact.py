@@ -1,0 +1,110 @@
+"""Keeping secrets out of traces.
+
+A trace is meant to be attached to bug reports, so anything that looks like a
+credential is replaced by ``"<redacted>"`` before it reaches the file: the values of
+configured keys (``authorization``, ``token``, ``password``, ...) wherever they appear
+in a message or an event, and ``Bearer`` credentials inside any string. Key matching
+ignores case, ``-`` and ``_`` (``X-Api-Key``, ``api_key`` and ``apiKey`` are one key).
+
+The check on already-encoded messages is a byte search; only a message that might hold
+a secret is decoded, redacted and encoded again.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import attrs
+
+REDACTED = "<redacted>"
+
+DEFAULT_REDACT_KEYS: frozenset[str] = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "token",
+        "client_secret",
+        "secret",
+        "password",
+        "api_key",
+        "x-api-key",
+    }
+)
+
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
+_BEARER_BYTES = re.compile(rb"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]")
+
+
+def normalize_key(key: str) -> str:
+    """The form keys are compared in: lower case, without ``-`` and ``_``."""
+    return key.lower().replace("-", "").replace("_", "")
+
+
+def _key_regex(keys: frozenset[str]) -> str:
+    # Each key spelled with optional separators between its letters, so that one
+    # pattern finds every spelling normalize_key() treats as equal.
+    alts = sorted({"[-_]?".join(re.escape(c) for c in normalize_key(k)) for k in keys})
+    return "(?:" + "|".join(alts) + ")" if alts else "(?!)"
+
+
+@attrs.frozen
+class Redactor:
+    """Replaces secrets in trace data; ``keys`` are the configured secret keys."""
+
+    keys: frozenset[str] = DEFAULT_REDACT_KEYS
+    _norm: frozenset[str] = attrs.field(init=False)
+    _quick: re.Pattern[bytes] = attrs.field(init=False)
+    _raw_pair: re.Pattern[str] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        pat = _key_regex(self.keys)
+        object.__setattr__(self, "_norm", frozenset(normalize_key(k) for k in self.keys))
+        object.__setattr__(
+            self, "_quick", re.compile(b'(?i)"' + pat.encode() + b'"\\s*:|' + _BEARER_BYTES.pattern[4:])
+        )
+        object.__setattr__(
+            self,
+            "_raw_pair",
+            re.compile('(?i)("' + pat + '"\\s*:\\s*)("(?:[^"\\\\]|\\\\.)*"|[^,}\\]\\s]+)'),
+        )
+
+    def is_secret_key(self, key: str) -> bool:
+        """Whether values under ``key`` are redacted."""
+        return normalize_key(key) in self._norm
+
+    def might_hold_secret(self, data: bytes) -> bool:
+        """A cheap over-approximation: False means ``data`` certainly holds no secret."""
+        return self._quick.search(data) is not None
+
+    def redact(self, value: Any) -> tuple[Any, bool]:
+        """``value`` with secrets replaced, and whether anything was replaced."""
+        if isinstance(value, dict):
+            changed = False
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                if isinstance(k, str) and self.is_secret_key(k) and v is not None:
+                    out[k] = REDACTED
+                    changed = True
+                else:
+                    out[k], c = self.redact(v)
+                    changed = changed or c
+            return (out, True) if changed else (value, False)
+        if isinstance(value, list):
+            items = [self.redact(v) for v in value]
+            if any(c for _, c in items):
+                return [v for v, _ in items], True
+            return value, False
+        if isinstance(value, str) and _BEARER.search(value):
+            return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", value), True
+        return value, False
+
+    def redact_text(self, text: str) -> str:
+        """Redact undecodable message text (``raw``) by pattern."""
+        text = self._raw_pair.sub(lambda m: f'{m.group(1)}"{REDACTED}"', text)
+        return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)

@@ -1,0 +1,232 @@
+"""A small HTTP/1.1 client: h11 on Trio sockets, with keep-alive connection reuse.
+
+Only what MCP clients need: one request per connection at a time, bodies in memory on
+the way out, streamed on the way in (SSE), connections returned to a per-origin pool
+when a response was read to its end and both sides agreed to keep the connection.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+import attrs
+import h11
+import trio
+
+__all__ = ["HttpClientError", "HttpPool", "HttpResponse", "Origin", "split_url"]
+
+_READ = 64 * 1024
+
+
+class HttpClientError(Exception):
+    """The connection failed or the peer broke HTTP."""
+
+
+@attrs.frozen
+class Origin:
+    """Where to connect: scheme, host, port."""
+
+    scheme: str
+    host: str
+    port: int
+
+    @property
+    def authority(self) -> str:
+        """The ``Host`` header value."""
+        default = 443 if self.scheme == "https" else 80
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+def split_url(url: str) -> tuple[Origin, str]:
+    """``(origin, target)`` of an absolute http(s) URL; target keeps the query string."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return Origin(parts.scheme, parts.hostname, port), target
+
+
+class _Conn:
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.h11 = h11.Connection(our_role=h11.CLIENT)
+        self.reused = False
+
+    async def next_event(self) -> object:
+        while True:
+            try:
+                ev = self.h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise HttpClientError(f"bad HTTP from the server: {exc}") from exc
+            if ev is not h11.NEED_DATA:
+                return ev
+            try:
+                data = await self.stream.receive_some(_READ)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise HttpClientError(f"connection broke: {exc}") from exc
+            self.h11.receive_data(data)
+
+    async def send(self, event: h11._events.Event) -> None:
+        data = self.h11.send(event)
+        if data:
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise HttpClientError(f"connection broke: {exc}") from exc
+
+    async def aclose(self) -> None:
+        with trio.CancelScope(shield=True):
+            try:
+                await self.stream.aclose()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
+
+
+class HttpResponse:
+    """A response whose headers are read; read the body with :meth:`iter_bytes` or
+    :meth:`read`, then :meth:`aclose` (also fine before the end: the connection is then
+    dropped instead of reused)."""
+
+    def __init__(self, pool: HttpPool, origin: Origin, conn: _Conn, resp: h11.Response) -> None:
+        self._pool = pool
+        self._origin = origin
+        self._conn: _Conn | None = conn
+        self.status = resp.status_code
+        self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in resp.headers}
+        self._done = False
+
+    @property
+    def content_type(self) -> str:
+        """The media type, lower-cased, without parameters."""
+        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+    async def iter_bytes(self) -> AsyncIterator[bytes]:
+        """Body chunks as they arrive."""
+        conn = self._conn
+        if conn is None:
+            return
+        while not self._done:
+            ev = await conn.next_event()
+            if isinstance(ev, h11.Data):
+                yield bytes(ev.data)
+            elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
+                self._done = True
+
+    async def read(self, limit: int = 64 * 1024 * 1024) -> bytes:
+        """The whole body."""
+        out = bytearray()
+        async for chunk in self.iter_bytes():
+            out += chunk
+            if len(out) > limit:
+                raise HttpClientError("response body too large")
+        return bytes(out)
+
+    async def aclose(self) -> None:
+        """Give the connection back (when the body was read fully) or close it."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        h = conn.h11
+        if self._done and h.our_state is h11.DONE and h.their_state is h11.DONE:
+            try:
+                h.start_next_cycle()
+            except h11.LocalProtocolError:
+                await conn.aclose()
+                return
+            self._pool._release(self._origin, conn)
+        else:
+            await conn.aclose()
+
+
+class HttpPool:
+    """Keep-alive connections per origin; one request per connection at a time."""
+
+    def __init__(self, *, connect_timeout: float = 10.0, max_idle: int = 8,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        self._idle: dict[Origin, list[_Conn]] = {}
+        self.connect_timeout = connect_timeout
+        self.max_idle = max_idle
+        self.ssl_context = ssl_context
+        self.opened = 0  # connections opened so far (tests check reuse with it)
+        self._closed = False
+
+    async def _connect(self, origin: Origin) -> _Conn:
+        try:
+            with trio.fail_after(self.connect_timeout):
+                if origin.scheme == "https":
+                    ctx = self.ssl_context or ssl.create_default_context()
+                    stream: trio.abc.Stream = await trio.open_ssl_over_tcp_stream(
+                        origin.host, origin.port, ssl_context=ctx
+                    )
+                else:
+                    stream = await trio.open_tcp_stream(origin.host, origin.port)
+        except (OSError, trio.TooSlowError) as exc:
+            raise HttpClientError(f"cannot connect to {origin.authority}: {exc}") from exc
+        self.opened += 1
+        return _Conn(stream)
+
+    def _release(self, origin: Origin, conn: _Conn) -> None:
+        idle = self._idle.setdefault(origin, [])
+        if self._closed or len(idle) >= self.max_idle:
+            trio.lowlevel.spawn_system_task(conn.aclose)
+            return
+        conn.reused = True
+        idle.append(conn)
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        headers: list[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+    ) -> HttpResponse:
+        """Send a request and return once the response headers are in.
+
+        A reused connection the server closed while idle is retried once on a new one
+        (only when no response byte came back, so nothing was processed twice... as far
+        as HTTP can tell: servers close idle connections between requests, not during).
+        """
+        origin, target = split_url(url)
+        for attempt in (0, 1):
+            idle = self._idle.get(origin)
+            conn = idle.pop() if idle else await self._connect(origin)
+            try:
+                return await self._exchange(conn, origin, method, target, headers or [], body)
+            except HttpClientError:
+                await conn.aclose()
+                if not conn.reused or attempt == 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _exchange(
+        self, conn: _Conn, origin: Origin, method: str, target: str,
+        headers: list[tuple[str, str]], body: bytes | None,
+    ) -> HttpResponse:
+        h: list[tuple[str, str]] = [("host", origin.authority), *headers]
+        if body is not None:
+            h.append(("content-length", str(len(body))))
+        await conn.send(h11.Request(method=method, target=target, headers=h))
+        if body:
+            await conn.send(h11.Data(data=body))
+        await conn.send(h11.EndOfMessage())
+        while True:
+            ev = await conn.next_event()
+            if isinstance(ev, h11.InformationalResponse):
+                continue
+            if isinstance(ev, h11.Response):
+                return HttpResponse(self, origin, conn, ev)
+            raise HttpClientError(f"unexpected HTTP event {type(ev).__name__}")
+
+    async def aclose(self) -> None:
+        """Close every idle connection."""
+        self._closed = True
+        idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for c in conns:
+                await c.aclose()

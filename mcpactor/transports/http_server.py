@@ -1,0 +1,565 @@
+"""The Streamable HTTP server: one ASGI app, served by hypercorn's Trio worker.
+
+One endpoint (``/mcp`` by default) takes POST (messages in; a JSON body or an SSE
+stream out), GET (the standalone SSE stream, or a resumption with ``Last-Event-ID``)
+and DELETE (end the session). Each HTTP session is one :class:`Session` actor tree run
+in the app's nursery; :mod:`.http_session` routes its output to the right stream.
+The legacy HTTP+SSE transport (2024-11-05) is served next to it (:mod:`.legacy_sse`).
+
+Order of checks for every request, cheapest and most security-relevant first:
+Host/Origin (DNS rebinding), method, Accept, Content-Type, body size, JSON, protocol
+version header, session id. Every refusal is a status code with a JSON-RPC error body;
+nothing a client sends produces a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+import trio
+
+from mcpactor.protocol import jsonrpc, versions
+from mcpactor.protocol.errors import ParseError
+from mcpactor.transports import asgi
+from mcpactor.transports.asgi import Receive, Scope, Send
+from mcpactor.transports.http_rules import (
+    Headers,
+    HttpError,
+    check_accept_get,
+    check_accept_post,
+    check_content_type,
+    check_protocol_version,
+    invalid_request,
+    new_session_id,
+    parse_error,
+)
+from mcpactor.transports.http_session import HttpSession
+from mcpactor.transports.security import LOCAL_HOSTS, OriginPolicy
+from mcpactor.transports.sse import encode_comment, encode_event
+
+if TYPE_CHECKING:
+    from mcpactor.server.app import Server
+    from mcpactor.tracing.tracer import Tracer
+    from mcpactor.transports.event_store import Stream
+
+log = logging.getLogger("mcpactor.http")
+
+__all__ = ["HttpOptions", "McpHttpApp", "serve_http"]
+
+#: Id of the synthetic initialize a stateless POST's session is primed with.
+STATELESS_INIT_ID = "mcpactor-stateless-initialize"
+
+
+@attrs.frozen(kw_only=True)
+class HttpOptions:
+    """How the HTTP app behaves; every field has a safe default."""
+
+    path: str = "/mcp"
+    #: Answer requests with ``application/json`` instead of SSE streams.
+    json_response: bool = False
+    #: No session ids: every POST gets its own short-lived session.
+    stateless: bool = False
+    enable_get: bool = True
+    enable_delete: bool = True
+    #: Seconds without HTTP traffic after which a session is closed (None: never).
+    session_idle_timeout: float | None = 1800.0
+    max_sessions: int = 10_000
+    max_body_size: int = 4 * 1024 * 1024
+    #: Requests of one session accepted and not yet answered.
+    max_in_flight: int = 64
+    #: Events kept per session for resumption.
+    max_events: int = 1000
+    #: ``retry:`` sent in priming events (milliseconds).
+    retry_ms: int = 1000
+    #: Seconds between keep-alive comments on idle SSE streams (None: off).
+    ping_interval: float | None = 15.0
+    allowed_hosts: frozenset[str] = LOCAL_HOSTS
+    allowed_origins: frozenset[str] | None = None
+    #: Serve the 2024-11-05 HTTP+SSE transport too.
+    legacy_sse: bool = True
+    sse_path: str = "/sse"
+    messages_path: str = "/messages/"
+    #: A folder: one JSONL trace file per session.
+    trace_dir: str | None = None
+    entry_point: str | None = None
+
+
+def _is_error(answer: bytes) -> bool:
+    try:
+        obj = orjson.loads(answer)
+    except orjson.JSONDecodeError:
+        return True
+    return not isinstance(obj, dict) or "error" in obj
+
+
+def _is_initialize(msg: object) -> bool:
+    return isinstance(msg, jsonrpc.Request) and msg.method == "initialize"
+
+
+class McpHttpApp:
+    """The ASGI application. Call :meth:`run` in a nursery before serving requests."""
+
+    def __init__(self, server: Server, options: HttpOptions | None = None) -> None:
+        self.server = server
+        self.options = options or HttpOptions()
+        self.policy = OriginPolicy(self.options.allowed_hosts, self.options.allowed_origins)
+        self.sessions: dict[str, HttpSession] = {}
+        self._nursery: trio.Nursery | None = None
+
+    # -- lifetime ---------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Own the sessions' tasks and the idle reaper until cancelled."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._reaper)
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._nursery = None
+
+    async def _reaper(self) -> None:
+        timeout = self.options.session_idle_timeout
+        if timeout is None:
+            return
+        period = min(max(timeout / 4, 0.05), 5.0)
+        while True:
+            await trio.sleep(period)
+            now = trio.current_time()
+            for hs in list(self.sessions.values()):
+                if hs.idle_for(now) > timeout and hs.session is not None:
+                    log.info("session %s: idle for %.0fs, closing", hs.id, timeout)
+                    self._forget(hs)
+                    hs.session.close("idle timeout")
+
+    def _forget(self, hs: HttpSession) -> None:
+        if self.sessions.get(hs.id) is hs:
+            del self.sessions[hs.id]
+
+    def _tracer(self, sid: str) -> Tracer | None:
+        if self.options.trace_dir is None:
+            return None
+        from mcpactor.tracing.recorder import JsonlRecorder, TraceHeader
+
+        os.makedirs(self.options.trace_dir, exist_ok=True)
+        path = os.path.join(self.options.trace_dir, f"{sid}.jsonl")
+        return JsonlRecorder(
+            path,
+            TraceHeader(role="server", transport="http", entry_point=self.options.entry_point,
+                        session=sid),
+        )
+
+    async def start_session(self, mode: str, *, drop_ids: frozenset[Any] = frozenset()) -> HttpSession:
+        """Create and start one session (its actor tree runs in the app's nursery)."""
+        if self._nursery is None:
+            raise RuntimeError("McpHttpApp.run() is not running")
+        sid = new_session_id()
+        hs = HttpSession(
+            sid, mode=mode, max_events=self.options.max_events,
+            max_in_flight=self.options.max_in_flight, drop_ids=drop_ids,
+        )
+        hs.session = self.server.new_session(hs.transport, tracer=self._tracer(sid), session_id=sid)
+        await self._nursery.start(self._run_session, hs)
+        return hs
+
+    async def _run_session(self, hs: HttpSession, *, task_status: trio.TaskStatus[None]) -> None:
+        assert hs.session is not None
+        try:
+            await hs.session.run(task_status=task_status)
+        except Exception:
+            # An actor bug ends this session only; the others keep being served.
+            log.exception("session %s ended by an internal error", hs.id)
+        finally:
+            self._forget(hs)
+            hs.finish()
+
+    # -- ASGI entry -------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            return
+        try:
+            await self._http(scope, receive, send)
+        except (asgi.ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:
+            log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
+            try:
+                await asgi.send_error(send, HttpError(500, "Internal Server Error", -32603))
+            except Exception:
+                pass  # the response had already started
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            msg = await receive()
+            if msg["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif msg["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope.get("headers", []))
+        if not self.policy.host_ok(headers.get("host")):
+            await asgi.send_error(send, HttpError(421, "Misdirected Request: Host not allowed"))
+            return
+        if not self.policy.origin_ok(headers.get("origin")):
+            await asgi.send_error(send, HttpError(403, "Forbidden: Origin not allowed"))
+            return
+        path = scope.get("path", "")
+        method = scope.get("method", "GET")
+        opts = self.options
+        if path == opts.path or path == opts.path.rstrip("/") + "/":
+            if method == "POST":
+                await self._post(headers, receive, send)
+            elif method == "GET":
+                await self._get(headers, receive, send)
+            elif method == "DELETE":
+                await self._delete(headers, send)
+            else:
+                await self._not_allowed(send)
+            return
+        if opts.legacy_sse and not opts.stateless:
+            from mcpactor.transports import legacy_sse
+
+            if path == opts.sse_path and method == "GET":
+                await legacy_sse.handle_sse(self, headers, receive, send)
+                return
+            if path == opts.messages_path or path == opts.messages_path.rstrip("/"):
+                await legacy_sse.handle_message(self, scope, headers, receive, send)
+                return
+        await asgi.send_error(send, HttpError(404, "Not Found"))
+
+    def _allowed_methods(self) -> bytes:
+        allowed = ["POST"]
+        if not self.options.stateless:
+            if self.options.enable_get:
+                allowed.append("GET")
+            if self.options.enable_delete:
+                allowed.append("DELETE")
+        return ", ".join(allowed).encode()
+
+    async def _not_allowed(self, send: Send) -> None:
+        await asgi.send_error(
+            send, HttpError(405, "Method Not Allowed"), [(b"allow", self._allowed_methods())]
+        )
+
+    def _lookup(self, headers: Headers) -> HttpSession | HttpError:
+        sid = headers.get("mcp-session-id")
+        if sid is None:
+            return HttpError(400, "Bad Request: Mcp-Session-Id header is required")
+        hs = self.sessions.get(sid.strip())
+        if hs is None or hs.ended:
+            return HttpError(404, "Not Found: unknown or expired session")
+        return hs
+
+    # -- POST ---------------------------------------------------------------------------
+
+    async def _post(self, headers: Headers, receive: Receive, send: Send) -> None:
+        err = check_accept_post(headers.get("accept")) or check_content_type(
+            headers.get("content-type")
+        )
+        if err is not None:
+            await asgi.send_error(send, err)
+            return
+        try:
+            body = await asgi.read_body(
+                receive, self.options.max_body_size, headers.get("content-length")
+            )
+        except asgi.BodyTooLarge:
+            await asgi.send_error(send, HttpError(413, "Payload Too Large"))
+            return
+        try:
+            parsed = jsonrpc.parse(body)
+        except ParseError as exc:
+            await asgi.send_error(send, parse_error(exc.message))
+            return
+        if isinstance(parsed, jsonrpc.Invalid):
+            await asgi.send_error(send, invalid_request(parsed.error.message))
+            return
+        items = parsed.items if isinstance(parsed, jsonrpc.Batch) else [parsed]
+        if any(isinstance(m, jsonrpc.Invalid) for m in items):
+            await asgi.send_error(send, invalid_request("Invalid Request: malformed batch item"))
+            return
+        is_batch = isinstance(parsed, jsonrpc.Batch)
+        if any(_is_initialize(m) for m in items):
+            if is_batch:
+                await asgi.send_error(
+                    send, invalid_request("Invalid Request: initialize must not be batched")
+                )
+                return
+            if headers.get("mcp-session-id") is None or self.options.stateless:
+                await self._initialize(body, items[0], send)
+                return
+        else:
+            err = check_protocol_version(headers.get("mcp-protocol-version"))
+            if err is not None:
+                await asgi.send_error(send, err)
+                return
+        if self.options.stateless:
+            await self._stateless_post(headers, body, items, is_batch, receive, send)
+            return
+        found = self._lookup(headers)
+        if isinstance(found, HttpError):
+            await asgi.send_error(send, found)
+            return
+        await self._session_post(found, body, items, is_batch, receive, send)
+
+    async def _initialize(self, body: bytes, msg: Any, send: Send) -> None:
+        if len(self.sessions) >= self.options.max_sessions:
+            await asgi.send_error(send, HttpError(503, "Service Unavailable: too many sessions"))
+            return
+        mode = "json" if self.options.json_response else "sse"
+        hs = await self.start_session(mode)
+        assert hs.session is not None
+        stream = hs.open_request_stream([msg.id])
+        await hs.transport.deliver(body)
+        while not stream.done:
+            await stream.wait_changed()
+        answer = b"".join(data for _, data in stream.after(0))
+        if not answer or _is_error(answer) or self.options.stateless:
+            # A failed initialize leaves no session behind (nor does a stateless one).
+            hs.session.close("initialize failed" if not self.options.stateless else "stateless")
+            await asgi.send_json(send, answer or asgi.error_body(-32603, "no answer"))
+            return
+        self.sessions[hs.id] = hs
+        hs.touch()
+        await asgi.send_json(send, answer, [(b"mcp-session-id", hs.id.encode())])
+
+    async def _session_post(
+        self, hs: HttpSession, body: bytes, items: list[Any], is_batch: bool,
+        receive: Receive, send: Send,
+    ) -> None:
+        assert hs.session is not None
+        version = hs.session.connection.protocol_version
+        if is_batch and not versions.allows_batches(version):
+            await asgi.send_error(
+                send,
+                invalid_request(f"Invalid Request: protocol version {version} does not allow batches"),
+            )
+            return
+        ids = [m.id for m in items if isinstance(m, jsonrpc.Request)]
+        hs.touch()
+        if not ids:
+            await hs.transport.deliver(body)
+            await asgi.send_response(send, 202)
+            return
+        if any(rid in hs.request_streams for rid in ids) or len(set(ids)) != len(ids):
+            await asgi.send_error(send, invalid_request("Invalid Request: duplicate request id"))
+            return
+        if hs.in_flight() + len(ids) > hs.max_in_flight:
+            await asgi.send_error(
+                send, HttpError(429, "Too Many Requests: in-flight request limit reached")
+            )
+            return
+        stream = hs.open_request_stream(ids)
+        await hs.transport.deliver(body)
+        await self._answer(hs, stream, receive, send, version)
+
+    async def _stateless_post(
+        self, headers: Headers, body: bytes, items: list[Any], is_batch: bool,
+        receive: Receive, send: Send,
+    ) -> None:
+        ids = [m.id for m in items if isinstance(m, jsonrpc.Request)]
+        if not ids:
+            await asgi.send_response(send, 202)  # nothing in this POST outlives it
+            return
+        version = (headers.get("mcp-protocol-version") or versions.HTTP_DEFAULT_VERSION).strip()
+        if is_batch and not versions.allows_batches(version):
+            await asgi.send_error(send, invalid_request("Invalid Request: batches not allowed"))
+            return
+        mode = "json" if self.options.json_response else "sse"
+        hs = await self.start_session(mode, drop_ids=frozenset({STATELESS_INIT_ID}))
+        assert hs.session is not None
+        try:
+            init = jsonrpc.encode_request(STATELESS_INIT_ID, "initialize", {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "stateless-http-client", "version": "0"},
+            })
+            await hs.transport.deliver(init)
+            await hs.transport.deliver(jsonrpc.encode_notification("notifications/initialized", None))
+            stream = hs.open_request_stream(ids)
+            await hs.transport.deliver(body)
+            await self._answer(hs, stream, receive, send, version, resumable=False)
+        finally:
+            hs.session.close("stateless request answered")
+
+    async def _answer(
+        self, hs: HttpSession, stream: Stream, receive: Receive, send: Send,
+        version: str | None, *, resumable: bool = True,
+    ) -> None:
+        sid_header = [] if self.options.stateless else [(b"mcp-session-id", hs.id.encode())]
+        if hs.mode == "json":
+            hs.active_requests += 1
+            try:
+                while not stream.done:
+                    await stream.wait_changed()
+            finally:
+                hs.active_requests -= 1
+                hs.touch()
+            parts = [data for _, data in stream.after(0)]
+            if not parts:
+                await asgi.send_error(send, HttpError(500, "the session ended before answering",
+                                                      -32603))
+                return
+            body = parts[0] if len(parts) == 1 else jsonrpc.encode_batch(parts)
+            await asgi.send_json(send, body, sid_header)
+            return
+        priming = resumable and version is not None and versions.at_least(
+            version, versions.V2025_11_25
+        )
+        await self.pump(hs, stream, 0, stream.attach(), receive, send, sid_header, priming)
+
+    # -- GET and DELETE -------------------------------------------------------------------
+
+    async def _get(self, headers: Headers, receive: Receive, send: Send) -> None:
+        if self.options.stateless or not self.options.enable_get:
+            await self._not_allowed(send)
+            return
+        err = check_accept_get(headers.get("accept")) or check_protocol_version(
+            headers.get("mcp-protocol-version")
+        )
+        if err is not None:
+            await asgi.send_error(send, err)
+            return
+        found = self._lookup(headers)
+        if isinstance(found, HttpError):
+            await asgi.send_error(send, found)
+            return
+        hs = found
+        assert hs.session is not None
+        version = hs.session.connection.protocol_version
+        priming = version is not None and versions.at_least(version, versions.V2025_11_25)
+        last = headers.get("last-event-id")
+        if last is not None:
+            where = hs.store.find(last)
+            if where is None:
+                await asgi.send_error(send, HttpError(400, "Bad Request: unknown Last-Event-ID"))
+                return
+            stream, after = where
+        else:
+            stream, after = hs.standalone, hs.standalone.delivered
+        sid_header = [(b"mcp-session-id", hs.id.encode())]
+        await self.pump(hs, stream, after, stream.attach(), receive, send, sid_header, priming)
+
+    async def _delete(self, headers: Headers, send: Send) -> None:
+        if self.options.stateless or not self.options.enable_delete:
+            await self._not_allowed(send)
+            return
+        err = check_protocol_version(headers.get("mcp-protocol-version"))
+        if err is not None:
+            await asgi.send_error(send, err)
+            return
+        found = self._lookup(headers)
+        if isinstance(found, HttpError):
+            await asgi.send_error(send, found)
+            return
+        self._forget(found)
+        assert found.session is not None
+        found.session.close("deleted by the client")
+        with trio.move_on_after(5):
+            await found.session.closed.wait()
+        await asgi.send_response(send, 200)
+
+    # -- SSE pump -------------------------------------------------------------------------
+
+    async def pump(
+        self, hs: HttpSession, stream: Stream, after: int, generation: int,
+        receive: Receive, send: Send, headers: list[tuple[bytes, bytes]], priming: bool,
+        *, with_ids: bool = True, started: bool = False,
+    ) -> None:
+        """Stream ``stream``'s events after seq ``after`` as one SSE response, until the
+        stream completes, another response takes it over, or the client leaves."""
+        hs.active_requests += 1
+        try:
+            if not started:
+                await asgi.start_sse(send, headers)
+            if priming:
+                await asgi.sse_chunk(
+                    send, encode_event(b"", id=stream.event_id(after), retry=self.options.retry_ms)
+                )
+            with trio.CancelScope() as scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(asgi.watch_disconnect, receive, scope)
+                    await self._pump_events(stream, after, generation, send, with_ids)
+                    nursery.cancel_scope.cancel()
+            if not scope.cancelled_caught:
+                await asgi.end_body(send)
+        finally:
+            hs.active_requests -= 1
+            hs.touch()
+
+    async def _pump_events(
+        self, stream: Stream, after: int, generation: int, send: Send, with_ids: bool
+    ) -> None:
+        ping = self.options.ping_interval
+        while stream.generation == generation:
+            batch = stream.after(after)
+            if batch:
+                chunk = b"".join(
+                    encode_event(data, id=stream.event_id(seq) if with_ids else None)
+                    for seq, data in batch
+                )
+                after = batch[-1][0]
+                stream.delivered = max(stream.delivered, after)
+                await asgi.sse_chunk(send, chunk)
+                continue
+            if stream.complete_after(after):
+                return
+            with trio.move_on_after(ping if ping is not None else math.inf) as timer:
+                await stream.wait_changed()
+            if timer.cancelled_caught:
+                await asgi.sse_chunk(send, encode_comment("ping"))
+
+
+# -- serving ------------------------------------------------------------------------------
+
+
+def _bind(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+async def serve_http(
+    server: Server,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    trace: str | None = None,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+    quiet: bool = False,
+    **options: Any,
+) -> None:
+    """Serve ``server`` over Streamable HTTP (and legacy HTTP+SSE) until cancelled.
+
+    ``options`` are :class:`HttpOptions` fields. With ``nursery.start`` the task status
+    is the endpoint URL (useful with ``port=0``).
+    """
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    app = McpHttpApp(server, HttpOptions(path=path, trace_dir=trace, **options))
+    config = Config()
+    config.bind = [_bind(host, port)]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.graceful_timeout = 1.0
+    async with trio.open_nursery() as nursery:
+        await nursery.start(app.run)
+        binds = await nursery.start(lambda task_status: serve(app, config, task_status=task_status))
+        url = (binds[0] if binds else f"http://{_bind(host, port)}") + path
+        if not quiet:
+            print(f"mcpactor: serving {server.info.name} on {url}", file=sys.stderr, flush=True)
+        task_status.started(url)

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# CI entry point: run the official conformance suite (server mode, --suite all)
+# against examples/everything_server.py served over Streamable HTTP.
+#
+# Starts the example on a free 127.0.0.1 port, waits until it answers, runs
+# `scripts/conformance.sh server`, stops the server, and exits non-zero on any
+# FAILURE or WARNING (CONFORMANCE_STRICT=1 is forced).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY="${PYTHON:-$ROOT/.venv/bin/python}"
+LOG="$(mktemp -t mcpactor-conformance-server.XXXXXX.log)"
+
+PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
+URL="http://127.0.0.1:$PORT/mcp"
+
+"$PY" "$ROOT/examples/everything_server.py" --transport http --host 127.0.0.1 --port "$PORT" >"$LOG" 2>&1 &
+SERVER_PID=$!
+cleanup() {
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+
+for _ in $(seq 1 100); do
+    if grep -q "serving" "$LOG" 2>/dev/null; then break; fi
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+        echo "[conformance-server] the example server exited:" >&2; cat "$LOG" >&2; exit 2
+    fi
+    sleep 0.1
+done
+grep -q "serving" "$LOG" || { echo "[conformance-server] server did not start" >&2; cat "$LOG" >&2; exit 2; }
+
+rc=0
+CONFORMANCE_STRICT=1 "$ROOT/scripts/conformance.sh" server "$URL" "$@" || rc=$?
+if grep -q "Traceback" "$LOG"; then
+    echo "[conformance-server] the server logged a traceback:" >&2
+    cat "$LOG" >&2
+    rc=1
+fi
+exit "$rc"
