@@ -18,7 +18,10 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "Client": "mcpactor.client",
     "ClientHandlers": "mcpactor.client",
+    "connect_http": "mcpactor.client",
+    "connect_sse": "mcpactor.client",
     "connect_stdio": "mcpactor.client",
+    "connect_websocket": "mcpactor.client",
     "connect_transport": "mcpactor.client",
     "CapabilityNotSupported": "mcpactor.protocol.errors",
     "ConnectionClosed": "mcpactor.protocol.errors",
@@ -56,8 +59,11 @@ __all__ = [
     "Timeout",
     "ToolError",
     "__version__",
+    "connect_http",
+    "connect_sse",
     "connect_stdio",
     "connect_transport",
+    "connect_websocket",
 ]
 
 
@@ -71,7 +77,15 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from mcpactor.client import Client, ClientHandlers, connect_stdio, connect_transport
+    from mcpactor.client import (
+        Client,
+        ClientHandlers,
+        connect_http,
+        connect_sse,
+        connect_stdio,
+        connect_transport,
+        connect_websocket,
+    )
     from mcpactor.protocol.errors import (
         CapabilityNotSupported,
         ConnectionClosed,

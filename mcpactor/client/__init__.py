@@ -1,5 +1,14 @@
 """Writing MCP clients: connect, call, and answer what the server asks back."""
 
 from mcpactor.client.client import Client, ClientHandlers, connect_stdio, connect_transport
+from mcpactor.client.remote import connect_http, connect_sse, connect_websocket
 
-__all__ = ["Client", "ClientHandlers", "connect_stdio", "connect_transport"]
+__all__ = [
+    "Client",
+    "ClientHandlers",
+    "connect_http",
+    "connect_sse",
+    "connect_stdio",
+    "connect_transport",
+    "connect_websocket",
+]

@@ -70,7 +70,8 @@ class Limits:
     outbound_buffer: int = 4096
     #: Notifications queued for callbacks before the reader waits.
     notification_buffer: int = 1024
-    #: Seconds the writer may spend flushing queued output when the session ends.
+    #: Seconds in-flight handlers may take to finish after a clean end of input, and
+    #: then the writer to flush what is queued.
     drain_timeout: float = 2.0
 
 
@@ -137,6 +138,8 @@ class Session:
         self._cancel_reasons: dict[RequestId, str | None] = {}
         self._handlers: trio.Nursery | None = None
         self._reader_scope = trio.CancelScope()
+        self._eof = False
+        self._idle: trio.Event | None = None
         self.started = trio.Event()
         self.closed = trio.Event()
         self.initialized = trio.Event()
@@ -165,6 +168,13 @@ class Session:
                     self.started.set()
                     task_status.started()
                     await self._actor("reader", self._reader)
+                    if self._eof and self._scopes:
+                        # A clean end of input (stdin closed after the last request) still
+                        # gets its answers, within the drain budget.
+                        self._emit("supervisor", "draining", {"in_flight": len(self._scopes)})
+                        with trio.move_on_after(self.limits.drain_timeout):
+                            self._idle = trio.Event()
+                            await self._idle.wait()
                     handlers.cancel_scope.cancel()
                 self._shutdown_waiters()
                 # Closing the mailboxes lets the writer flush what is queued, then stop.
@@ -221,6 +231,7 @@ class Session:
                 try:
                     data = await receive()
                 except trio.EndOfChannel:
+                    self._eof = True
                     self.close_reason = self.close_reason or "end of input"
                     if emit:
                         emit("reader", "transport_closed", {})
@@ -358,6 +369,8 @@ class Session:
         finally:
             self._scopes.pop(rid, None)
             self._slots.release()
+            if self._idle is not None and not self._scopes:
+                self._idle.set()
         if scope.cancelled_caught or outcome == "cancelled_before_start":
             conn.forget_request(rid)
             if emit:

@@ -114,14 +114,20 @@ def _jsonable(value: Any) -> bool:
 class _BufferedRecorder:
     """Numbering, timing and batching shared by the recorders."""
 
-    def __init__(self, header: TraceHeader, redact_keys: frozenset[str] | None) -> None:
+    def __init__(
+        self,
+        header: TraceHeader,
+        redact_keys: frozenset[str] | None,
+        wall_origin: float | None = None,
+    ) -> None:
         keys = frozenset(header.redacted_keys) | (redact_keys or frozenset())
         self.header = attrs.evolve(header, redacted_keys=sorted(keys))
         self.redactor = Redactor(keys)
         self._events: list[dict[str, Any]] = []
         self._seq = 0
         self._origin = _now()
-        self._clock = {"kind": clock_kind(), "origin": self._origin, "wall_origin": time.time()}
+        wall = time.time() if wall_origin is None else wall_origin
+        self._clock = {"kind": clock_kind(), "origin": self._origin, "wall_origin": wall}
         self._header_done = False
         self._last_handoff = time.monotonic()
         self._closed = False
@@ -213,12 +219,22 @@ class JsonlRecorder(_BufferedRecorder):
 
 
 class MemoryRecorder(_BufferedRecorder):
-    """Keeps the trace in memory as JSON lines (tests, the replayer's output stream)."""
+    """Keeps the trace in memory as JSON lines (tests, the replayer's output stream).
+
+    ``wall_origin`` fixes the header's wall-clock origin (the replayer passes the
+    recorded one so that its output is byte-identical from run to run).
+    """
 
     def __init__(
-        self, header: TraceHeader | None = None, *, redact_keys: frozenset[str] | None = None
+        self,
+        header: TraceHeader | None = None,
+        *,
+        redact_keys: frozenset[str] | None = None,
+        wall_origin: float | None = None,
     ) -> None:
-        super().__init__(header or TraceHeader(role="unknown", transport="memory"), redact_keys)
+        super().__init__(
+            header or TraceHeader(role="unknown", transport="memory"), redact_keys, wall_origin
+        )
         self.lines: list[bytes] = []
 
     def flush(self) -> None:

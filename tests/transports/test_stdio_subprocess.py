@@ -138,3 +138,36 @@ def test_cli_entry_point_mistakes_are_one_line_errors(target: str, message: str)
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""
+
+
+def _init_line(version: str) -> bytes:
+    return _line(
+        {"jsonrpc": "2.0", "id": "init", "method": "initialize",
+         "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    ) + _line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def test_batches_answered_as_one_array_in_2025_03_26() -> None:
+    batch = orjson.dumps([
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "count", "arguments": {"n": 2}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+        {"jsonrpc": "2.0", "id": 3, "method": "no/such"},
+    ]) + b"\n"
+    proc = subprocess.run(
+        RUN, input=_init_line("2025-03-26") + batch, capture_output=True, timeout=30, check=False
+    )
+    out = [orjson.loads(x) for x in proc.stdout.splitlines() if x.strip()]
+    assert out[0]["id"] == "init" and out[0]["result"]["protocolVersion"] == "2025-03-26"
+    (array,) = [m for m in out if isinstance(m, list)]
+    by_id = {m["id"]: m for m in array}
+    assert set(by_id) == {1, 2, 3}
+    assert by_id[1]["result"]["content"][0]["text"] == "counted 2"
+    assert by_id[2]["result"] == {} and by_id[3]["error"]["code"] == -32601
+
+
+def test_batches_refused_in_2025_06_18() -> None:
+    batch = orjson.dumps([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]) + b"\n"
+    msgs = _exchange([_init_line("2025-06-18"), batch, _line({"jsonrpc": "2.0", "id": 9, "method": "ping"})])
+    assert msgs[1]["id"] is None and msgs[1]["error"]["code"] == -32600
+    assert msgs[2] == {"jsonrpc": "2.0", "id": 9, "result": {}}

@@ -1,0 +1,99 @@
+"""Conformance client: what the official MCP conformance suite runs in client mode.
+
+The suite starts a mock server and runs this program with the server URL as the last
+argument and the scenario name in ``MCP_CONFORMANCE_SCENARIO`` (see
+docs/conformance.md). Every scenario uses mcpactor's Streamable HTTP client:
+
+    scripts/conformance.sh client .venv/bin/python examples/conformance_client.py
+
+Exit status 0 when the scenario's steps ran, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+import trio
+
+from mcpactor import ClientHandlers, connect_http
+from mcpactor.protocol.types import ElicitResult
+from mcpactor.session.context import RequestContext
+
+
+def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
+    """The form a user accepts without typing anything: every schema default filled in."""
+    out: dict[str, Any] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        if isinstance(prop, dict) and "default" in prop:
+            out[name] = prop["default"]
+    return out
+
+
+async def accept_with_defaults(params: Any, rc: RequestContext) -> ElicitResult:
+    """Elicitation handler: accept, filling in the schema's defaults (SEP-1034)."""
+    schema = getattr(params, "requested_schema", None) or {}
+    return ElicitResult(action="accept", content=_defaults(schema))
+
+
+async def initialize(url: str) -> None:
+    """Handshake, list the tools, close."""
+    async with connect_http(url, timeout=10) as client:
+        await client.list_tools()
+
+
+async def tools_call(url: str) -> None:
+    """Call ``add_numbers`` with two numbers."""
+    async with connect_http(url, timeout=10) as client:
+        tools = await client.list_tools()
+        names = {t.name for t in tools.tools}
+        if "add_numbers" in names:
+            await client.call_tool("add_numbers", {"a": 5, "b": 3})
+
+
+async def elicitation_defaults(url: str) -> None:
+    """Call the tool that elicits; the handler accepts with the schema defaults."""
+    handlers = ClientHandlers(elicitation=accept_with_defaults)
+    async with connect_http(url, handlers=handlers, timeout=10) as client:
+        await client.call_tool("test_client_elicitation_defaults", {})
+
+
+async def sse_retry(url: str) -> None:
+    """Call ``test_reconnection``: the server ends the POST stream early, the client
+    resumes with Last-Event-ID after the ``retry:`` delay."""
+    async with connect_http(url, timeout=10) as client:
+        await client.call_tool("test_reconnection", {})
+
+
+SCENARIOS = {
+    "initialize": initialize,
+    "tools_call": tools_call,
+    "tools-call": tools_call,
+    "elicitation-sep1034-client-defaults": elicitation_defaults,
+    "sse-retry": sse_retry,
+}
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if len(sys.argv) < 2:
+        print("usage: conformance_client.py [...] SERVER_URL", file=sys.stderr)
+        return 2
+    url = sys.argv[-1]
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "initialize")
+    run = SCENARIOS.get(scenario)
+    if run is None:
+        print(f"conformance_client: scenario {scenario!r} is not supported", file=sys.stderr)
+        return 1
+    try:
+        trio.run(run, url)
+    except Exception as exc:
+        print(f"conformance_client: {scenario} failed: {exc!r}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Connecting to remote servers: Streamable HTTP, legacy HTTP+SSE, WebSocket."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from mcpactor.client.client import Client, connect_transport
+
+__all__ = ["connect_http", "connect_sse", "connect_websocket"]
+
+
+@asynccontextmanager
+async def connect_http(
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    legacy_fallback: bool = True,
+    open_get_stream: bool = True,
+    **options: Any,
+) -> AsyncIterator[Client]:
+    """Connect to a Streamable HTTP server (falling back to legacy HTTP+SSE when the
+    server refuses the first POST with a 4xx) and initialize.
+
+    ``headers`` go on every HTTP request (e.g. ``Authorization``); ``options`` are those
+    of :func:`connect_transport` (``handlers``, ``client_info``, ``protocol_version``,
+    ``timeout``, ``init_timeout``, ``tracer``, ``limits``). Leaving the block sends
+    DELETE for the session.
+    """
+    from mcpactor.transports.streamable_client import StreamableHttpClientTransport
+
+    async with trio.open_nursery() as nursery:
+        transport = StreamableHttpClientTransport(
+            url, nursery, headers=headers, legacy_fallback=legacy_fallback,
+            open_get_stream=open_get_stream,
+        )
+        try:
+            async with connect_transport(transport, **options) as client:
+                yield client
+        finally:
+            await transport.aclose()
+            nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def connect_sse(
+    url: str, *, headers: dict[str, str] | None = None, **options: Any
+) -> AsyncIterator[Client]:
+    """Connect to a legacy HTTP+SSE server (protocol 2024-11-05) at its SSE URL."""
+    from mcpactor.protocol.versions import V2024_11_05
+    from mcpactor.transports.legacy_sse_client import LegacySseClientTransport
+
+    options.setdefault("protocol_version", V2024_11_05)
+    async with trio.open_nursery() as nursery:
+        transport = LegacySseClientTransport(url, nursery, headers=headers)
+        await transport.connect()
+        try:
+            async with connect_transport(transport, **options) as client:
+                yield client
+        finally:
+            await transport.aclose()
+            nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def connect_websocket(
+    url: str, *, headers: dict[str, str] | None = None, **options: Any
+) -> AsyncIterator[Client]:
+    """Connect to an MCP server over WebSocket (subprotocol ``mcp``)."""
+    from mcpactor.transports.websocket import open_websocket_transport
+
+    async with open_websocket_transport(url, headers=headers) as transport:
+        async with connect_transport(transport, **options) as client:
+            yield client
