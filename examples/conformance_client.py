@@ -41,7 +41,8 @@ async def accept_with_defaults(params: Any, rc: RequestContext) -> ElicitResult:
 async def initialize(url: str) -> None:
     """Handshake, list the tools, close."""
     async with connect_http(url, timeout=10) as client:
-        await client.list_tools()
+        if "tools" in client.server_capabilities:
+            await client.list_tools()
 
 
 async def tools_call(url: str) -> None:

@@ -42,6 +42,39 @@ function withLoopback(args) {
   return args; // path string, handle, server, or explicit host
 }
 
+// `listen(port, host)` resolves the host asynchronously, so `server.address()` is null
+// right after the call -- but the suite reads `app.listen(0).address().port` at once.
+// For the forms we rewrite to a numeric port on an IPv4 literal, bind synchronously
+// through Node's (long-standing, internal) `_listen2`, which is what listen() ends up
+// calling after the lookup; fall back to the normal path if it is missing.
+function listenNow(server, args) {
+  if (typeof server._listen2 !== 'function' || server._handle || !/^\d+\.\d+\.\d+\.\d+$/.test(LOOPBACK)) {
+    return false;
+  }
+  let port = 0;
+  let rest = args;
+  if (args.length > 0 && isPort(args[0])) {
+    port = Number(args[0]);
+    rest = args.slice(1);
+  } else if (args.length > 0 && typeof args[0] !== 'function') {
+    return false;
+  }
+  let backlog = 511;
+  let callback;
+  for (const a of rest) {
+    if (typeof a === 'number') backlog = a;
+    else if (typeof a === 'function') callback = a;
+    else if (a !== undefined) return false;
+  }
+  if (callback) server.once('listening', callback);
+  server._listen2(LOOPBACK, port, 4, backlog, undefined, 0);
+  return true;
+}
+
 net.Server.prototype.listen = function listen(...args) {
-  return originalListen.apply(this, withLoopback(args));
+  const rewritten = withLoopback(args);
+  if (rewritten !== args && (args.length === 0 || typeof args[0] !== 'object') && listenNow(this, args)) {
+    return this;
+  }
+  return originalListen.apply(this, rewritten);
 };

@@ -31,6 +31,8 @@ __all__ = ["StreamableHttpClientTransport"]
 
 DEFAULT_RETRY_MS = 1000
 MAX_RESUME_ATTEMPTS = 3
+#: How long the standalone GET may take to answer with headers before we give up on it.
+STANDALONE_HEADERS_TIMEOUT = 5.0
 
 
 def _request_info(data: bytes) -> tuple[list[RequestId], str | None]:
@@ -205,7 +207,7 @@ class StreamableHttpClientTransport(Transport):
             elif self._init_id is not None and not self._get_started and self.open_get_stream:
                 if b"notifications/initialized" in data:
                     self._get_started = True
-                    self.nursery.start_soon(self._standalone_get)
+                    await self._open_standalone()
             return
         if method == "initialize":
             # Read initialize inline: the session id must be known before the next POST.
@@ -301,17 +303,32 @@ class StreamableHttpClientTransport(Transport):
 
     # -- standalone GET stream ---------------------------------------------------------
 
-    async def _standalone_get(self) -> None:
+    async def _open_standalone(self) -> None:
+        """Issue the standalone GET now, before the next POST, and read it in the
+        background: a server then sees it ahead of any request we send after."""
+        resp: HttpResponse | None = None
+        with trio.move_on_after(STANDALONE_HEADERS_TIMEOUT):
+            try:
+                resp = await self.pool.request("GET", self.url, self._headers(accept="text/event-stream"))
+            except HttpClientError:
+                return
+        if resp is not None:
+            self.nursery.start_soon(self._standalone_get, resp)
+
+    async def _standalone_get(self, first: HttpResponse | None = None) -> None:
         parser = SseParser()
         attempts = 0
         while not self._closed and attempts <= MAX_RESUME_ATTEMPTS:
             headers = self._headers(accept="text/event-stream")
             if parser.last_event_id is not None:
                 headers.append(("last-event-id", parser.last_event_id))
-            try:
-                resp = await self.pool.request("GET", self.url, headers)
-            except HttpClientError:
-                return
+            if first is not None:
+                resp, first = first, None
+            else:
+                try:
+                    resp = await self.pool.request("GET", self.url, headers)
+                except HttpClientError:
+                    return
             if resp.status != 200 or resp.content_type != "text/event-stream":
                 # 405: the server offers no standalone stream. Anything else: same effect.
                 await resp.read()
@@ -362,7 +379,7 @@ class StreamableHttpClientTransport(Transport):
             except HttpClientError:
                 return False
             if self.open_get_stream:
-                self.nursery.start_soon(self._standalone_get)
+                await self._open_standalone()
             return True
 
     async def _fall_back(self, init: bytes) -> bool:

@@ -1,0 +1,57 @@
+"""What makes one Trio run repeat exactly: seeds, a virtual clock, ordered timers.
+
+Trio's scheduler flips a coin per batch of runnable tasks (``trio._core._run._r``);
+seeding it fixes the flips. Timers that expire at the same virtual instant are ordered
+by ``id()`` of their cancel scopes, a memory address that changes from run to run;
+:func:`order_timer_ties` makes the tie-breaker the order in which the deadlines were
+set, which a seeded run repeats. Both reach into Trio internals, so both check that
+the internals look as expected and do nothing otherwise (replays then stay correct but
+ties may resolve differently from run to run).
+"""
+
+from __future__ import annotations
+
+import itertools
+from heapq import heappush
+from typing import Any
+
+import attrs
+import trio
+import trio.testing
+from trio._core import _run
+
+from mcpactor.tracing.seeds import apply_seeds
+
+__all__ = ["apply_seeds", "new_clock", "order_timer_ties"]
+
+
+def new_clock() -> trio.testing.MockClock:
+    """A virtual clock that jumps to the next deadline whenever every task is blocked."""
+    return trio.testing.MockClock(autojump_threshold=0)
+
+
+_Deadlines: Any = getattr(_run, "Deadlines", None)
+
+if _Deadlines is not None and attrs.has(_Deadlines):
+
+    @attrs.define
+    class _OrderedDeadlines(_Deadlines):  # type: ignore[misc]
+        _order: Any = attrs.Factory(itertools.count)
+
+        def add(self, deadline: float, cancel_scope: Any) -> None:
+            heappush(self._heap, (deadline, next(self._order), cancel_scope))
+            self._active += 1
+
+else:  # pragma: no cover - another Trio layout
+    _OrderedDeadlines = None
+
+
+def order_timer_ties() -> bool:
+    """Make same-instant timers expire in the order they were set (call first thing
+    inside ``trio.run``, before any deadline exists). True when it took effect."""
+    runner = getattr(_run.GLOBAL_RUN_CONTEXT, "runner", None)
+    current = getattr(runner, "deadlines", None)
+    if _OrderedDeadlines is None or current is None or getattr(current, "_heap", None):
+        return False
+    runner.deadlines = _OrderedDeadlines()  # type: ignore[union-attr]
+    return True
