@@ -127,6 +127,7 @@ class Connection:
         self._inbound: dict[RequestId, _Inbound] = {}
         self._inbound_tokens: dict[str | int, RequestId] = {}
         self._initialize_id: RequestId | None = None
+        self._gate_cache: dict[str, str | None] = {}
 
     # -- inspection -------------------------------------------------------------------
 
@@ -217,7 +218,14 @@ class Connection:
                 return
             self._reject(rid, MethodNotFound(f"Method not found: {method}"), out)
             return
-        problem = self._inbound_gate(spec)
+        # The verdict depends only on the method once version and capabilities are fixed.
+        cache = self._gate_cache
+        if method in cache:
+            problem = cache[method]
+        else:
+            problem = self._inbound_gate(spec)
+            if self.protocol_version is not None:
+                cache[method] = problem
         if problem is not None:
             self._reject(rid, MethodNotFound(f"Method not found: {method} ({problem})"), out)
             return

@@ -40,8 +40,9 @@ from mcpactor.transports.http_rules import (
     parse_error,
 )
 from mcpactor.transports.http_session import HttpSession
-from mcpactor.transports.security import LOCAL_HOSTS, OriginPolicy
-from mcpactor.transports.sse import encode_comment, encode_event
+from mcpactor.transports.http_options import HttpOptions
+from mcpactor.transports.security import OriginPolicy
+from mcpactor.transports.sse_pump import pump_stream
 
 if TYPE_CHECKING:
     from mcpactor.server.app import Server
@@ -54,40 +55,6 @@ __all__ = ["HttpOptions", "McpHttpApp", "serve_http"]
 
 #: Id of the synthetic initialize a stateless POST's session is primed with.
 STATELESS_INIT_ID = "mcpactor-stateless-initialize"
-
-
-@attrs.frozen(kw_only=True)
-class HttpOptions:
-    """How the HTTP app behaves; every field has a safe default."""
-
-    path: str = "/mcp"
-    #: Answer requests with ``application/json`` instead of SSE streams.
-    json_response: bool = False
-    #: No session ids: every POST gets its own short-lived session.
-    stateless: bool = False
-    enable_get: bool = True
-    enable_delete: bool = True
-    #: Seconds without HTTP traffic after which a session is closed (None: never).
-    session_idle_timeout: float | None = 1800.0
-    max_sessions: int = 10_000
-    max_body_size: int = 4 * 1024 * 1024
-    #: Requests of one session accepted and not yet answered.
-    max_in_flight: int = 64
-    #: Events kept per session for resumption.
-    max_events: int = 1000
-    #: ``retry:`` sent in priming events (milliseconds).
-    retry_ms: int = 1000
-    #: Seconds between keep-alive comments on idle SSE streams (None: off).
-    ping_interval: float | None = 15.0
-    allowed_hosts: frozenset[str] = LOCAL_HOSTS
-    allowed_origins: frozenset[str] | None = None
-    #: Serve the 2024-11-05 HTTP+SSE transport too.
-    legacy_sse: bool = True
-    sse_path: str = "/sse"
-    messages_path: str = "/messages/"
-    #: A folder: one JSONL trace file per session.
-    trace_dir: str | None = None
-    entry_point: str | None = None
 
 
 def _is_error(answer: bytes) -> bool:
@@ -472,57 +439,6 @@ class McpHttpApp:
         with trio.move_on_after(5):
             await found.session.closed.wait()
         await asgi.send_response(send, 200)
-
-    # -- SSE pump -------------------------------------------------------------------------
-
-    async def pump(
-        self, hs: HttpSession, stream: Stream, after: int, generation: int,
-        receive: Receive, send: Send, headers: list[tuple[bytes, bytes]], priming: bool,
-        *, with_ids: bool = True, started: bool = False,
-    ) -> None:
-        """Stream ``stream``'s events after seq ``after`` as one SSE response, until the
-        stream completes, another response takes it over, or the client leaves."""
-        hs.active_requests += 1
-        try:
-            if not started:
-                await asgi.start_sse(send, headers)
-            if priming:
-                await asgi.sse_chunk(
-                    send, encode_event(b"", id=stream.event_id(after), retry=self.options.retry_ms)
-                )
-            with trio.CancelScope() as scope:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(asgi.watch_disconnect, receive, scope)
-                    await self._pump_events(stream, after, generation, send, with_ids)
-                    nursery.cancel_scope.cancel()
-            if not scope.cancelled_caught:
-                await asgi.end_body(send)
-        finally:
-            hs.active_requests -= 1
-            hs.touch()
-
-    async def _pump_events(
-        self, stream: Stream, after: int, generation: int, send: Send, with_ids: bool
-    ) -> None:
-        ping = self.options.ping_interval
-        while stream.generation == generation:
-            batch = stream.after(after)
-            if batch:
-                chunk = b"".join(
-                    encode_event(data, id=stream.event_id(seq) if with_ids else None)
-                    for seq, data in batch
-                )
-                after = batch[-1][0]
-                stream.delivered = max(stream.delivered, after)
-                await asgi.sse_chunk(send, chunk)
-                continue
-            if stream.complete_after(after):
-                return
-            with trio.move_on_after(ping if ping is not None else math.inf) as timer:
-                await stream.wait_changed()
-            if timer.cancelled_caught:
-                await asgi.sse_chunk(send, encode_comment("ping"))
-
 
 # -- serving ------------------------------------------------------------------------------
 

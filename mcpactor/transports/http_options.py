@@ -1,0 +1,43 @@
+"""Settings of the Streamable HTTP server (:class:`HttpOptions`)."""
+
+from __future__ import annotations
+
+import attrs
+
+from mcpactor.transports.security import LOCAL_HOSTS
+
+__all__ = ["HttpOptions"]
+
+
+@attrs.frozen(kw_only=True)
+class HttpOptions:
+    """How the HTTP app behaves; every field has a safe default."""
+
+    path: str = "/mcp"
+    #: Answer requests with ``application/json`` instead of SSE streams.
+    json_response: bool = False
+    #: No session ids: every POST gets its own short-lived session.
+    stateless: bool = False
+    enable_get: bool = True
+    enable_delete: bool = True
+    #: Seconds without HTTP traffic after which a session is closed (None: never).
+    session_idle_timeout: float | None = 1800.0
+    max_sessions: int = 10_000
+    max_body_size: int = 4 * 1024 * 1024
+    #: Requests of one session accepted and not yet answered.
+    max_in_flight: int = 64
+    #: Events kept per session for resumption.
+    max_events: int = 1000
+    #: ``retry:`` sent in priming events (milliseconds).
+    retry_ms: int = 1000
+    #: Seconds between keep-alive comments on idle SSE streams (None: off).
+    ping_interval: float | None = 15.0
+    allowed_hosts: frozenset[str] = LOCAL_HOSTS
+    allowed_origins: frozenset[str] | None = None
+    #: Serve the 2024-11-05 HTTP+SSE transport too.
+    legacy_sse: bool = True
+    sse_path: str = "/sse"
+    messages_path: str = "/messages/"
+    #: A folder: one JSONL trace file per session.
+    trace_dir: str | None = None
+    entry_point: str | None = None

@@ -1,0 +1,208 @@
+"""Matching a replayed session's events against the recording, as they happen.
+
+The :class:`Matcher` is the replayed session's tracer. Each event the real code emits
+is compared at once with the next recorded event of the same actor stream (see
+:func:`replay.trace.stream_key`); the first mismatch stops the replay. The matcher also
+knows how far the replay has got — every recorded event before index ``low`` has been
+reproduced — which is what the replay transport waits on before delivering an input.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import orjson
+import trio
+
+from mcpactor.tracing.recorder import MemoryRecorder, encode_events
+from replay.jsondiff import json_diff
+from replay.trace import VOLATILE_KEYS, Event, Trace, stream_key
+
+#: How many recorded events before a divergence the report shows.
+CONTEXT_EVENTS = 6
+
+StepHook = Callable[[Event, dict[str, Any]], None]
+BreakHook = Callable[[Event], None]
+
+
+@attrs.frozen
+class Divergence:
+    """The first point where the replay differs from the recording.
+
+    ``expected`` is the recorded event (None: the replay produced an event the
+    recording does not have); ``actual`` the replayed one (None: it never happened).
+    """
+
+    seq: int | None
+    reason: str
+    expected: dict[str, Any] | None
+    actual: dict[str, Any] | None
+    diff: tuple[str, ...]
+    context: tuple[dict[str, Any], ...]
+
+
+def _comparable(ev: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in ev.items() if k not in VOLATILE_KEYS}
+
+
+class Matcher:
+    """Tracer of the replayed session: records its output and checks every event."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        recorder: MemoryRecorder,
+        *,
+        until: int | None = None,
+        on_step: StepHook | None = None,
+        on_break: BreakHook | None = None,
+        break_at: int | None = None,
+    ) -> None:
+        self.trace = trace
+        self.events = trace.events
+        self.recorder = recorder
+        self.on_step = on_step
+        self.on_break = on_break
+        self.break_at = break_at
+        self._streams: dict[str, list[int]] = defaultdict(list)
+        for ev in self.events:
+            self._streams[ev.stream].append(ev.index)
+        self._pos: dict[str, int] = defaultdict(int)
+        self._matched = bytearray(len(self.events))
+        #: Every recorded event before this index has been reproduced.
+        self.low = 0
+        self.reproduced = 0
+        self.divergence: Divergence | None = None
+        self.finished = False
+        self.scope: trio.CancelScope | None = None
+        self._lot = trio.lowlevel.ParkingLot()
+        self._until_index = self._index_after(until)
+        self._broke = False
+
+    def _index_after(self, seq: int | None) -> int | None:
+        if seq is None:
+            return None
+        return sum(1 for ev in self.events if ev.seq <= seq)
+
+    # -- the Tracer interface -------------------------------------------------------------
+
+    def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
+        """Record the replayed event and compare it with the recording."""
+        self.recorder.emit(session, actor, kind, data)
+        if self.finished:
+            return
+        ev = {"seq": 0, "t": 0.0, "session": session, "actor": actor, "kind": kind, **data}
+        # The comparison sees exactly what a recording would have written (redacted).
+        actual: dict[str, Any] = orjson.loads(encode_events([ev], self.recorder.redactor)[0])
+        key = stream_key(actor, actual)
+        stream = self._streams.get(key, [])
+        i = self._pos[key]
+        if i >= len(stream):
+            self.diverge(None, actual, f"the replay produced a {kind} event ({actor}) "
+                         "that the recording does not have")
+            return
+        expected = self.events[stream[i]]
+        if expected.comparable() != _comparable(actual):
+            self.diverge(expected, actual, f"{expected.kind} ({expected.actor}) differs")
+            return
+        self._pos[key] = i + 1
+        self._matched[expected.index] = 1
+        self.reproduced += 1
+        while self.low < len(self.events) and self._matched[self.low]:
+            self.low += 1
+        if self.on_step is not None:
+            self.on_step(expected, actual)
+        if self._until_index is not None and self.low >= self._until_index:
+            self.stop()
+            return
+        self._maybe_break()
+        self._lot.unpark_all()
+
+    def close(self) -> None:
+        """The session ended: flush the output."""
+        self.recorder.close()
+
+    # -- control ----------------------------------------------------------------------
+
+    def _maybe_break(self) -> None:
+        if self.break_at is None or self._broke or self.low >= len(self.events):
+            return
+        nxt = self.events[self.low]
+        if nxt.seq >= self.break_at and not nxt.is_input:
+            self._broke = True
+            if self.on_break is not None:
+                self.on_break(nxt)
+
+    def before_input(self, ev: Event) -> None:
+        """Called just before an input is delivered (for ``--break-at``)."""
+        if self.break_at is not None and not self._broke and ev.seq >= self.break_at:
+            self._broke = True
+            if self.on_break is not None:
+                self.on_break(ev)
+
+    def diverge(self, expected: Event | None, actual: dict[str, Any] | None, reason: str) -> None:
+        """Record the first divergence and stop the replay."""
+        if self.divergence is not None:
+            return
+        at = expected.index if expected is not None else self.low
+        context = tuple(e.data for e in self.events[max(0, at - CONTEXT_EVENTS):at])
+        exp = expected.data if expected is not None else None
+        diff: list[str] = []
+        if exp is not None and actual is not None:
+            diff = json_diff(_comparable(exp), _comparable(actual))
+        seq = expected.seq if expected is not None else (
+            self.events[self.low].seq if self.low < len(self.events) else None
+        )
+        self.divergence = Divergence(seq, reason, exp, actual, tuple(diff), context)
+        self.stop()
+
+    def stop(self) -> None:
+        """End the replay now (a divergence, ``--until``, or nothing left to replay)."""
+        self.finished = True
+        self._lot.unpark_all()
+        if self.scope is not None:
+            self.scope.cancel()
+
+    def check_complete(self) -> None:
+        """After the session ended by itself: every recorded event must have happened."""
+        if not self.finished and self.low < len(self.events):
+            missing = self.events[self.low]
+            self.diverge(missing, None, f"{missing.kind} ({missing.actor}) never happened")
+
+    # -- waiting, for the transport ------------------------------------------------------
+
+    async def wait_reproduced(self, index: int, grace: float) -> bool:
+        """Wait until every recorded event before ``index`` has been reproduced.
+
+        False if the replay stopped, or stalled: the next expected event did not happen
+        within ``grace`` virtual seconds of its recorded time (a divergence).
+        """
+        origin = 0.0
+        while self.low < index:
+            if self.finished:
+                return False
+            nxt = self.events[self.low]
+            deadline = max(trio.current_time(), origin + nxt.t) + grace
+            with trio.move_on_at(deadline) as timer:
+                await self._lot.park()
+            if timer.cancelled_caught and self.low < index and not self.finished:
+                self.diverge(nxt, None, f"{nxt.kind} ({nxt.actor}) never happened: "
+                             f"the replay stalled for {grace:g} virtual seconds")
+                return False
+        return not self.finished
+
+    @property
+    def end_index(self) -> int:
+        """Index past the last event to replay (``--until`` or the whole trace)."""
+        if self._until_index is None:
+            return len(self.events)
+        return min(self._until_index, len(self.events))
+
+
+def infinite() -> float:
+    """A deadline that never comes."""
+    return math.inf
