@@ -19,7 +19,7 @@ demo: setup
 	$(BIN)/mcpactor demo
 
 lint: setup
-	$(BIN)/ruff check mcpactor replay tests examples benchmarks traces scripts
+	$(BIN)/ruff check .
 
 typecheck: setup
 	$(BIN)/mypy

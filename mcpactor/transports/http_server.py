@@ -15,12 +15,10 @@ nothing a client sends produces a traceback.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import orjson
 import trio
 
@@ -42,7 +40,7 @@ from mcpactor.transports.http_rules import (
 from mcpactor.transports.http_session import HttpSession
 from mcpactor.transports.http_options import HttpOptions
 from mcpactor.transports.security import OriginPolicy
-from mcpactor.transports.sse_pump import pump_stream
+from mcpactor.transports.sse_pump import PumpOptions, pump_stream
 
 if TYPE_CHECKING:
     from mcpactor.server.app import Server
@@ -387,7 +385,7 @@ class McpHttpApp:
         priming = resumable and version is not None and versions.at_least(
             version, versions.V2025_11_25
         )
-        await self.pump(hs, stream, 0, stream.attach(), receive, send, sid_header, priming)
+        await self.pump(hs, stream, 0, receive, send, sid_header, priming)
 
     # -- GET and DELETE -------------------------------------------------------------------
 
@@ -419,7 +417,7 @@ class McpHttpApp:
         else:
             stream, after = hs.standalone, hs.standalone.delivered
         sid_header = [(b"mcp-session-id", hs.id.encode())]
-        await self.pump(hs, stream, after, stream.attach(), receive, send, sid_header, priming)
+        await self.pump(hs, stream, after, receive, send, sid_header, priming)
 
     async def _delete(self, headers: Headers, send: Send) -> None:
         if self.options.stateless or not self.options.enable_delete:
@@ -439,6 +437,20 @@ class McpHttpApp:
         with trio.move_on_after(5):
             await found.session.closed.wait()
         await asgi.send_response(send, 200)
+
+    async def pump(
+        self, hs: HttpSession, stream: Stream, after: int, receive: Receive, send: Send,
+        headers: list[tuple[bytes, bytes]], priming: bool, *, legacy: bool = False,
+    ) -> None:
+        """Take over ``stream`` and write it (after seq ``after``) as this SSE response."""
+        opts = PumpOptions(
+            priming_retry_ms=self.options.retry_ms if priming else None,
+            with_ids=not legacy,
+            started=legacy,
+            ping_interval=self.options.ping_interval,
+        )
+        await pump_stream(hs, stream, after, stream.attach(), receive, send, headers, opts)
+
 
 # -- serving ------------------------------------------------------------------------------
 

@@ -49,8 +49,7 @@ async def handle_sse(app: McpHttpApp, headers: Headers, receive: Receive, send: 
         # The endpoint event goes out first, before anything the session may send.
         await asgi.start_sse(send)
         await asgi.sse_chunk(send, encode_event(endpoint, event="endpoint"))
-        await app.pump(hs, stream, 0, stream.attach(), receive, send, [], False,
-                       with_ids=False, started=True)
+        await app.pump(hs, stream, 0, receive, send, [], False, legacy=True)
     finally:
         # The legacy transport has no other way to end a session than dropping the GET.
         app._forget(hs)
