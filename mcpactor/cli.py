@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="serve a Server: mcpactor run path/file.py:server")
     run.add_argument("target", help="entry point: path/to/file.py:server or package.module:server")
-    run.add_argument("--transport", default="stdio", choices=["stdio", "http"])
+    run.add_argument("--transport", default="stdio", choices=["stdio", "http", "ws"])
     run.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     run.add_argument("--port", type=int, default=8000)
     run.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")

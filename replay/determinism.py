@@ -32,18 +32,23 @@ def new_clock() -> trio.testing.MockClock:
 
 _Deadlines: Any = getattr(_run, "Deadlines", None)
 
-if _Deadlines is not None and attrs.has(_Deadlines):
+
+def _ordered_deadlines_class() -> Any:
+    if _Deadlines is None or not attrs.has(_Deadlines):
+        return None  # another Trio layout: leave its tie-breaker alone
 
     @attrs.define
-    class _OrderedDeadlines(_Deadlines):  # type: ignore[misc]
+    class OrderedDeadlines(_Deadlines):
         _order: Any = attrs.Factory(itertools.count)
 
         def add(self, deadline: float, cancel_scope: Any) -> None:
             heappush(self._heap, (deadline, next(self._order), cancel_scope))
             self._active += 1
 
-else:  # pragma: no cover - another Trio layout
-    _OrderedDeadlines = None
+    return OrderedDeadlines
+
+
+_OrderedDeadlines = _ordered_deadlines_class()
 
 
 def order_timer_ties() -> bool:

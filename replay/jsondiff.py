@@ -39,7 +39,7 @@ def _diff(a: Any, b: Any, path: str, out: list[str], limit: int) -> None:
         if len(a) != len(b):
             out.append(f"{path}: expected {len(a)} items, replay has {len(b)}")
         return
-    if a != b or type(a) is not type(b) and not (_number(a) and _number(b)):
+    if a != b or (type(a) is not type(b) and not (_number(a) and _number(b))):
         out.append(f"{path}: expected {_show(a)}, got {_show(b)}")
 
 

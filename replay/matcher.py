@@ -9,7 +9,6 @@ reproduced — which is what the replay transport waits on before delivering an 
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -95,7 +94,8 @@ class Matcher:
         self.recorder.emit(session, actor, kind, data)
         if self.finished:
             return
-        ev = {"seq": 0, "t": 0.0, "session": session, "actor": actor, "kind": kind, **data}
+        now = round(trio.current_time(), 9)
+        ev = {"seq": self.recorder.last_seq, "t": now, "session": session, "actor": actor, "kind": kind, **data}
         # The comparison sees exactly what a recording would have written (redacted).
         actual: dict[str, Any] = orjson.loads(encode_events([ev], self.recorder.redactor)[0])
         key = stream_key(actor, actual)
@@ -181,7 +181,7 @@ class Matcher:
         False if the replay stopped, or stalled: the next expected event did not happen
         within ``grace`` virtual seconds of its recorded time (a divergence).
         """
-        origin = 0.0
+        origin = 0.0  # the replay's virtual clock starts at 0, like the recorded times
         while self.low < index:
             if self.finished:
                 return False
@@ -195,14 +195,15 @@ class Matcher:
                 return False
         return not self.finished
 
+    def next_in_stream(self, key: str) -> Event | None:
+        """The next recorded event of stream ``key`` not yet reproduced."""
+        stream = self._streams.get(key, [])
+        i = self._pos[key]
+        return self.events[stream[i]] if i < len(stream) else None
+
     @property
     def end_index(self) -> int:
         """Index past the last event to replay (``--until`` or the whole trace)."""
         if self._until_index is None:
             return len(self.events)
         return min(self._until_index, len(self.events))
-
-
-def infinite() -> float:
-    """A deadline that never comes."""
-    return math.inf

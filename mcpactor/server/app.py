@@ -418,10 +418,17 @@ class Server:
             return
         if transport in ("http", "streamable-http"):
             try:
-                from mcpactor.transports.http_server import serve_http  # type: ignore[import-not-found]
+                from mcpactor.transports.http_server import serve_http
             except ImportError:
                 print("mcpactor: the HTTP transport is not available in this build", file=sys.stderr)
                 raise SystemExit(2) from None
-            trio.run(lambda: serve_http(self, host=host, port=port, path=path, trace=trace))
+            trio.run(lambda: serve_http(
+                self, host=host, port=port, path=path, trace=trace, entry_point=entry_point
+            ))
             return
-        raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+        if transport in ("ws", "websocket"):
+            from mcpactor.transports.websocket import serve_websocket
+
+            trio.run(lambda: serve_websocket(self, host=host, port=port, path=path, trace=trace))
+            return
+        raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'http' or 'ws'")

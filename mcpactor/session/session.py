@@ -140,6 +140,11 @@ class Session:
         self._reader_scope = trio.CancelScope()
         self._eof = False
         self._idle: trio.Event | None = None
+        # The write token: who is writing to the transport now (writer or a handler).
+        self._writing = False
+        self._writer_holding = False
+        self._token_free: trio.Event | None = None
+        self._out_broken = False
         self.started = trio.Event()
         self.closed = trio.Event()
         self.initialized = trio.Event()
@@ -390,7 +395,7 @@ class Session:
             else:
                 batch.add(data)
         elif data is not None:
-            await self._send(data, rid)
+            await self._send_in_place(data, rid)
 
     # -- writer -----------------------------------------------------------------------
 
@@ -407,32 +412,72 @@ class Session:
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise ConnectionClosed("the session is closed") from None
 
+    async def _send_in_place(self, data: bytes, related: RequestId | None) -> None:
+        """Send a handler's final message, writing it in place when nothing is queued
+        or being written ahead of it.
+
+        The writer actor owns the stream; this borrows its write token for one message,
+        which saves the writer a wake-up on the sequential path (one request in flight).
+        Order is kept: the token is only borrowed when no earlier message is pending.
+        """
+        if (
+            self._writing
+            or self._writer_holding
+            or self._out_recv.statistics().current_buffer_used
+            or self._out_broken
+        ):
+            await self._send(data, related)
+            return
+        self._writing = True
+        try:
+            await self._write([(data, related)])
+        finally:
+            self._release_write_token()
+
+    def _release_write_token(self) -> None:
+        self._writing = False
+        waiting = self._token_free
+        if waiting is not None:
+            self._token_free = None
+            waiting.set()
+
+    async def _write(self, batch: list[Outgoing]) -> None:
+        """Write a batch (the caller holds the write token)."""
+        tr = self.tracer
+        if tr is not None:
+            for m, rel in batch:
+                tr.emit(self.id, "writer", "message_out", {"msg": _msg(m), "related": rel})
+        if self._out_broken:
+            return
+        try:
+            await self.transport.send(batch)
+        except TransportClosed as exc:
+            self._out_broken = True
+            self.close_reason = self.close_reason or f"transport broke: {exc}"
+            self._emit("writer", "transport_broken", {"error": str(exc)})
+            self._reader_scope.cancel()
+
     async def _writer(self) -> None:
         recv = self._out_recv
         receive_nowait = recv.receive_nowait
-        send = self.transport.send
-        emit = self._emit if self.tracer is not None else None
         async for first in recv:
+            # Claimed before any yield, so no handler writes in place ahead of this batch.
+            self._writer_holding = True
             batch = [first]
             try:
                 while len(batch) < 256:
                     batch.append(receive_nowait())
             except (trio.WouldBlock, trio.EndOfChannel):
                 pass
-            if emit:
-                for m, rel in batch:
-                    emit("writer", "message_out", {"msg": _msg(m), "related": rel})
+            while self._writing:
+                self._token_free = trio.Event()
+                await self._token_free.wait()
+            self._writing = True
             try:
-                await send(batch)
-            except TransportClosed as exc:
-                self.close_reason = self.close_reason or f"transport broke: {exc}"
-                if emit:
-                    emit("writer", "transport_broken", {"error": str(exc)})
-                self._reader_scope.cancel()
-                # Drain and discard so senders never block on a dead transport.
-                async for _ in recv:
-                    pass
-                return
+                await self._write(batch)
+            finally:
+                self._writer_holding = False
+                self._release_write_token()
 
     # -- notifier ---------------------------------------------------------------------
 

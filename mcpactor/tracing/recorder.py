@@ -160,6 +160,11 @@ class _BufferedRecorder:
         elif len(self._events) >= _BATCH_EVENTS:
             self.flush()
 
+    @property
+    def last_seq(self) -> int:
+        """The sequence number of the latest event (0 before the first)."""
+        return self._seq
+
     def _take(self) -> tuple[list[bytes], list[dict[str, Any]]]:
         prefix: list[bytes] = []
         if not self._header_done:

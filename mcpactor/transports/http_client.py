@@ -70,7 +70,7 @@ class _Conn:
                 data = await self.stream.receive_some(_READ)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise HttpClientError(f"connection broke: {exc}") from exc
-            self.h11.receive_data(data)
+            self.h11.receive_data(bytes(data))
 
     async def send(self, event: h11._events.Event) -> None:
         data = self.h11.send(event)
@@ -189,8 +189,8 @@ class HttpPool:
         """Send a request and return once the response headers are in.
 
         A reused connection the server closed while idle is retried once on a new one
-        (only when no response byte came back, so nothing was processed twice... as far
-        as HTTP can tell: servers close idle connections between requests, not during).
+        (servers close idle keep-alive connections between requests, so the request was
+        not processed).
         """
         origin, target = split_url(url)
         for attempt in (0, 1):

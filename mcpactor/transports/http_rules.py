@@ -16,8 +16,8 @@ from mcpactor.protocol import versions
 from mcpactor.protocol.errors import INVALID_REQUEST, PARSE_ERROR
 
 __all__ = [
-    "HttpError",
     "Headers",
+    "HttpError",
     "accepts",
     "check_accept_get",
     "check_accept_post",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 import trio
@@ -26,6 +26,7 @@ from mcpactor.protocol import jsonrpc, versions
 from mcpactor.protocol.errors import ParseError
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Scope, Send
+from mcpactor.transports.http_options import HttpOptions
 from mcpactor.transports.http_rules import (
     Headers,
     HttpError,
@@ -38,7 +39,6 @@ from mcpactor.transports.http_rules import (
     parse_error,
 )
 from mcpactor.transports.http_session import HttpSession
-from mcpactor.transports.http_options import HttpOptions
 from mcpactor.transports.security import OriginPolicy
 from mcpactor.transports.sse_pump import PumpOptions, pump_stream
 
@@ -486,7 +486,10 @@ async def serve_http(
     config.graceful_timeout = 1.0
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)
-        binds = await nursery.start(lambda task_status: serve(app, config, task_status=task_status))
+        asgi_app = cast(Any, app)  # hypercorn's ASGI typing is stricter than our dict-based one
+        binds = await nursery.start(
+            lambda task_status: serve(asgi_app, config, task_status=task_status)
+        )
         url = (binds[0] if binds else f"http://{_bind(host, port)}") + path
         if not quiet:
             print(f"mcpactor: serving {server.info.name} on {url}", file=sys.stderr, flush=True)

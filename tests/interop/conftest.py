@@ -12,7 +12,6 @@ from interop_support import NPM_SCRIPT, ROOT, SERVER_EVERYTHING_ENTRY
 NPM_INSTALL_TIMEOUT = 300
 
 
-
 @pytest.fixture(scope="session")
 def server_everything() -> list[str]:
     """The stdio command of the npm ``@modelcontextprotocol/server-everything``.

@@ -21,7 +21,13 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 
 #: Our everything server, run through the CLI exactly as a user would.
-OUR_EVERYTHING = [sys.executable, "-m", "mcpactor.cli", "run", "examples/everything_server.py:server"]
+OUR_EVERYTHING = [
+    sys.executable,
+    "-m",
+    "mcpactor.cli",
+    "run",
+    "examples/everything_server.py:server",
+]
 
 NPM_SCRIPT = ROOT / "scripts" / "npm-interop.sh"
 SERVER_EVERYTHING_ENTRY = (
@@ -51,7 +57,8 @@ async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 
     client runs in tasks of their own), never to assert on how long something took.
     """
     with trio.move_on_after(timeout):
-        while not condition():
+        while True:
+            if condition():
+                return
             await trio.sleep(0.01)
-        return
     pytest.fail(f"timed out after {timeout} s waiting for {what}")

@@ -13,7 +13,9 @@ from typing import TypedDict
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-server = MCPServer("sdk-interop-server", version="9.9.9", instructions="An SDK server for interop tests.")
+server = MCPServer(
+    "sdk-interop-server", version="9.9.9", instructions="An SDK server for interop tests."
+)
 
 
 class Weather(TypedDict):

@@ -544,7 +544,9 @@ async def test_cancel_slow_tool_then_keep_serving() -> None:
                 await recorder.sampling_cancelled.wait()
 
             recorder.sampling_gate = None
-            result = await session.call_tool("test_sampling", {"prompt": "Test prompt for sampling"})
+            result = await session.call_tool(
+                "test_sampling", {"prompt": "Test prompt for sampling"}
+            )
             assert _texts(result) == [f"LLM response: {SAMPLED_TEXT}"]
             assert _texts(await session.call_tool("test_simple_text")) == [
                 "This is a simple text response for testing."
@@ -589,7 +591,9 @@ async def test_list_and_read_resources() -> None:
 
             templates = await session.list_resource_templates()
             (template,) = [
-                t for t in templates.resource_templates if t.uri_template == "test://template/{id}/data"
+                t
+                for t in templates.resource_templates
+                if t.uri_template == "test://template/{id}/data"
             ]
             assert template.mime_type == "application/json"
 
@@ -619,7 +623,10 @@ async def test_list_and_read_resources() -> None:
 
             with pytest.raises(MCPError) as info:
                 await session.read_resource("test://no-such-resource")
-            assert info.value.error.code in (types.INVALID_PARAMS, -32002)  # -32002: resource not found
+            assert info.value.error.code in (
+                types.INVALID_PARAMS,
+                -32002,
+            )  # -32002: resource not found
 
 
 async def test_subscribe_and_unsubscribe() -> None:
@@ -659,7 +666,9 @@ async def test_list_and_get_every_prompt() -> None:
             } <= set(prompts)
             for prompt in listing.prompts:
                 assert prompt.description, f"{prompt.name} has no description"
-            args = {a.name: a.required for a in prompts["test_prompt_with_arguments"].arguments or []}
+            args = {
+                a.name: a.required for a in prompts["test_prompt_with_arguments"].arguments or []
+            }
             assert args == {"arg1": True, "arg2": True}
 
             simple = await session.get_prompt("test_simple_prompt")

@@ -45,7 +45,7 @@ async def test_initialize_and_ping() -> None:
             await client.ping()
 
 
-@pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26", "2024-11-05"])
+@pytest.mark.parametrize("version", ["2024-11-05"])
 async def test_older_protocol_versions(version: str) -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with sdk_server(version) as client:

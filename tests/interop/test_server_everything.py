@@ -12,6 +12,7 @@ Each test opens its own session (one ``node`` subprocess), bounded by ``trio.fai
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -60,7 +61,12 @@ async def everything(
     command: list[str], handlers: ClientHandlers | None = None
 ) -> AsyncIterator[mcpactor.Client]:
     async with mcpactor.connect_stdio(
-        command, cwd=str(ROOT), handlers=handlers, timeout=10, init_timeout=10
+        command,
+        cwd=str(ROOT),
+        handlers=handlers,
+        timeout=10,
+        init_timeout=10,
+        shutdown_timeout=1,  # an operation may still be running in the server at exit
     ) as client:
         yield client
 
@@ -95,7 +101,7 @@ async def test_initialize_and_ping(server_everything: list[str]) -> None:
             await client.ping(timeout=5)
 
 
-@pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26", "2024-11-05"])
+@pytest.mark.parametrize("version", ["2024-11-05"])
 async def test_older_protocol_versions(server_everything: list[str], version: str) -> None:
     with trio.fail_after(TEST_TIMEOUT):
         async with mcpactor.connect_stdio(
@@ -238,7 +244,7 @@ async def test_long_running_operation_reports_progress(server_everything: list[s
             ]
     values = [p[0] for p in progress]
     assert values == [1, 2, 3, 4, 5]
-    assert all(b > a for a, b in zip(values, values[1:], strict=False)), values
+    assert all(b > a for a, b in itertools.pairwise(values)), values
     assert {p[1] for p in progress} == {5}
 
 
@@ -254,18 +260,25 @@ async def test_timeout_and_cancellation_keep_the_session(server_everything: list
                 "Echo: after timeout"
             ]
 
-            # 2. Cancelling the calling task cancels the request on the server too. The
+            # 2. Cancelling the calling task cancels the request on the server too (we
+            # cancel once the operation is visibly running: its first progress). The
             # server's operation keeps sending progress for a while: late progress for a
             # forgotten request must be dropped quietly.
             progress: list[float] = []
-            with trio.move_on_after(0.8) as scope:
+            with trio.CancelScope() as scope:
+
+                def on_progress(value: float, total: float | None, message: str | None) -> None:
+                    progress.append(value)
+                    scope.cancel()
+
                 await client.call_tool(
                     "trigger-long-running-operation",
                     {"duration": 3, "steps": 10},
-                    on_progress=lambda value, total, message: progress.append(value),
+                    on_progress=on_progress,
                 )
+                pytest.fail("the cancelled call_tool returned")
             assert scope.cancelled_caught
-            assert progress, "no progress arrived before the cancel"
+            assert progress and progress[0] == 1
             await trio.sleep(0.7)  # let late progress for the cancelled request arrive
             await client.ping()
             assert _texts(await client.call_tool("echo", {"message": "after cancel"})) == [
@@ -453,7 +466,9 @@ async def test_prompts(server_everything: list[str]) -> None:
             resource = await client.get_prompt(
                 "resource-prompt", {"resourceType": "Text", "resourceId": "2"}
             )
-            embedded = [m.content for m in resource.messages if isinstance(m.content, t.EmbeddedResource)]
+            embedded = [
+                m.content for m in resource.messages if isinstance(m.content, t.EmbeddedResource)
+            ]
             assert len(embedded) == 1
             assert embedded[0].resource.uri == "demo://resource/dynamic/text/2"
 

@@ -1,0 +1,141 @@
+"""``mcpactor replay`` and ``mcpactor trace``: found by ``mcpactor.cli_extra``.
+
+Exit status: 0 a faithful replay (or identical traces), 1 a divergence (or different
+traces), 2 a problem with the input (printed as one line by ``mcpactor.cli``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from replay.trace import Event, Trace, TraceError, load_trace
+
+
+def _cli_error(message: str) -> Exception:
+    from mcpactor.cli import CliError
+
+    return CliError(message)
+
+
+def _load(path: str) -> Trace:
+    try:
+        return load_trace(path)
+    except TraceError as exc:
+        raise _cli_error(str(exc)) from None
+
+
+def register(sub: Any) -> None:
+    """Add the ``replay`` and ``trace`` subcommands."""
+    p = sub.add_parser(
+        "replay",
+        help="re-execute a recorded session deterministically and compare",
+        description="Replay a server-side trace against the real handler code on a virtual "
+        "clock; exit 0 if every recorded event happens again, 1 at the first divergence.",
+    )
+    p.add_argument("trace", help="the JSONL trace")
+    p.add_argument("--server", metavar="MODULE:ATTR", help="server entry point (default: the header's)")
+    p.add_argument("--until", type=int, metavar="N", help="stop after event N")
+    p.add_argument("--break-at", type=int, metavar="N", help="enter the debugger just before event N")
+    p.add_argument("--step", action="store_true", help="print each event as it is replayed")
+    p.add_argument("--output", "-o", metavar="PATH", help="write the replayed session's trace")
+    p.add_argument(
+        "--against", metavar="CMD|URL",
+        help="send the recorded client side to a live server (a command over stdio, or an "
+        "http(s) URL) and report where its answers differ",
+    )
+    p.add_argument(
+        "--serve", action="store_true",
+        help="play the recorded server over stdio to a real client",
+    )
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds to wait for each live answer (--against, --serve)")
+    p.set_defaults(func=cmd_replay)
+
+    t = sub.add_parser("trace", help="read traces: show, diff, html")
+    tsub = t.add_subparsers(dest="trace_command", metavar="COMMAND", required=True)
+    show = tsub.add_parser("show", help="a readable timeline with request latencies")
+    show.add_argument("trace")
+    show.add_argument("--all", action="store_true", help="include actor start/stop events")
+    show.set_defaults(func=cmd_show)
+    diff = tsub.add_parser("diff", help="compare two traces event by event")
+    diff.add_argument("a")
+    diff.add_argument("b")
+    diff.add_argument("--messages", action="store_true", help="compare only messages in/out")
+    diff.set_defaults(func=cmd_diff)
+    html = tsub.add_parser("html", help="a self-contained sequence-diagram page")
+    html.add_argument("trace")
+    html.add_argument("-o", "--output", required=True, metavar="OUT.html")
+    html.set_defaults(func=cmd_html)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """``mcpactor replay``."""
+    trace = _load(args.trace)
+    if args.serve:
+        from replay.live import serve_trace
+
+        return serve_trace(trace, timeout=args.timeout)
+    if args.against:
+        from replay.live import replay_against
+
+        try:
+            return replay_against(trace, args.against, timeout=args.timeout, out=sys.stdout)
+        except OSError as exc:
+            raise _cli_error(f"cannot reach {args.against}: {exc}") from None
+    from replay.engine import ReplayError, ReplayOptions, replay
+    from replay.render import event_line
+    from replay.report import print_verdict
+
+    def on_step(expected: Event, actual: dict[str, Any]) -> None:
+        print(f"  ok {event_line({**actual, 'seq': expected.seq, 't': expected.t})}", flush=True)
+
+    def on_break(ev: Event) -> None:
+        print(f"replay: stopped before {event_line(ev.data)}", file=sys.stderr, flush=True)
+        breakpoint()
+
+    options = ReplayOptions(
+        server=args.server,
+        until=args.until,
+        break_at=args.break_at,
+        on_step=on_step if args.step else None,
+        on_break=on_break,
+    )
+    started = time.perf_counter()
+    try:
+        result = replay(trace, options)
+    except ReplayError as exc:
+        raise _cli_error(str(exc)) from None
+    elapsed = time.perf_counter() - started
+    if args.output:
+        Path(args.output).write_bytes(result.output_bytes())
+    print_verdict(result, elapsed, sys.stdout)
+    return 0 if result.faithful else 1
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """``mcpactor trace show``."""
+    from replay.show import show
+
+    show(_load(args.trace), sys.stdout, everything=args.all)
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """``mcpactor trace diff``."""
+    from replay.show import diff
+
+    return diff(_load(args.a), _load(args.b), sys.stdout, messages_only=args.messages)
+
+
+def cmd_html(args: argparse.Namespace) -> int:
+    """``mcpactor trace html``."""
+    from replay.html import render_html
+
+    trace = _load(args.trace)
+    Path(args.output).write_text(render_html(trace), encoding="utf-8")
+    print(f"wrote {args.output}")
+    return 0
