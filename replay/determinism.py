@@ -12,6 +12,7 @@ ties may resolve differently from run to run).
 from __future__ import annotations
 
 import itertools
+import random
 from heapq import heappush
 from typing import Any
 
@@ -22,7 +23,7 @@ from trio._core import _run
 
 from mcpactor.tracing.seeds import apply_seeds
 
-__all__ = ["apply_seeds", "new_clock", "order_timer_ties"]
+__all__ = ["ScriptedCoins", "apply_seeds", "install_coins", "new_clock", "order_timer_ties"]
 
 
 def new_clock() -> trio.testing.MockClock:
@@ -60,3 +61,34 @@ def order_timer_ties() -> bool:
         return False
     runner.deadlines = _OrderedDeadlines()  # type: ignore[union-attr]
     return True
+
+
+class ScriptedCoins(random.Random):
+    """Trio's scheduling RNG, with some of its coin flips dictated.
+
+    Trio calls ``random()`` once per batch of runnable tasks and runs the batch
+    reversed when the value is below 0.5. The first ``len(forced)`` flips are taken from
+    ``forced`` (True: reverse); later ones come from the seeded stream. Every decision
+    is kept in :attr:`decisions`, so a run can be repeated with one flip changed.
+    """
+
+    def __init__(self, seed: int, forced: tuple[bool, ...] = ()) -> None:
+        super().__init__(seed)
+        self.forced = forced
+        self.decisions: list[bool] = []
+
+    def random(self) -> float:
+        """The next coin (a float, as Trio expects)."""
+        value = super().random()
+        i = len(self.decisions)
+        if i < len(self.forced):
+            value = 0.25 if self.forced[i] else 0.75
+        self.decisions.append(value < 0.5)
+        return value
+
+
+def install_coins(coins: random.Random) -> random.Random:
+    """Make ``coins`` Trio's scheduling RNG; returns the one it replaces."""
+    previous: random.Random = _run._r
+    _run._r = coins  # Trio looks the module global up on every batch
+    return previous

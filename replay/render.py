@@ -57,5 +57,5 @@ def event_line(ev: dict[str, Any]) -> str:
     """``#12     0.104000  writer       message_out  result #2``."""
     return (
         f"#{ev.get('seq', '?'):<5} {float(ev.get('t', 0.0)):10.6f}  "
-        f"{str(ev.get('actor')):<12} {str(ev.get('kind')):<17} {describe(ev)}"
+        f"{ev.get('actor')!s:<12} {ev.get('kind')!s:<17} {describe(ev)}"
     )

@@ -98,11 +98,11 @@ def show(trace: Trace, out: TextIO, *, everything: bool = False) -> None:
         print(f"{mark:>8} {arrow} {event_line(ev.data)}", file=out)
     print("", file=out)
     print("requests:", file=out)
-    print(f"  {'dir':<4}{'id':<10}{'method':<34}{'start':>10}{'latency':>11}  outcome", file=out)
+    print(f"  {'dir':<4}{'id':<10}{'method':<34}{'start':>10} {'latency':>12}  outcome", file=out)
     for x in exchanges(trace):
         latency = f"{(x.end - x.start) * 1000:.3f}ms" if x.end is not None else "-"
         who = "<-" if x.direction == "in" else "->"
-        print(f"  {who:<4}{_key(x.rid):<10}{x.method:<34}{x.start:>10.4f}{latency:>11}  "
+        print(f"  {who:<4}{_key(x.rid):<10}{x.method:<34}{x.start:>10.4f} {latency:>12}  "
               f"{x.outcome}", file=out)
 
 

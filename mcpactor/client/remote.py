@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from mcpactor.client.client import Client, connect_transport
+
+if TYPE_CHECKING:
+    from mcpactor.transports.http_client import HttpPool
 
 __all__ = ["connect_http", "connect_sse", "connect_websocket"]
 
@@ -20,6 +23,7 @@ async def connect_http(
     headers: dict[str, str] | None = None,
     legacy_fallback: bool = True,
     open_get_stream: bool = True,
+    pool: HttpPool | None = None,
     **options: Any,
 ) -> AsyncIterator[Client]:
     """Connect to a Streamable HTTP server (falling back to legacy HTTP+SSE when the
@@ -28,14 +32,15 @@ async def connect_http(
     ``headers`` go on every HTTP request (e.g. ``Authorization``); ``options`` are those
     of :func:`connect_transport` (``handlers``, ``client_info``, ``protocol_version``,
     ``timeout``, ``init_timeout``, ``tracer``, ``limits``). Leaving the block sends
-    DELETE for the session.
+    DELETE for the session. ``pool`` shares keep-alive connections (and lets tests count
+    them).
     """
     from mcpactor.transports.streamable_client import StreamableHttpClientTransport
 
     async with trio.open_nursery() as nursery:
         transport = StreamableHttpClientTransport(
             url, nursery, headers=headers, legacy_fallback=legacy_fallback,
-            open_get_stream=open_get_stream,
+            open_get_stream=open_get_stream, pool=pool,
         )
         try:
             async with connect_transport(transport, **options) as client:

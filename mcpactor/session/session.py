@@ -143,6 +143,7 @@ class Session:
         # The write token: who is writing to the transport now (writer or a handler).
         self._writing = False
         self._writer_holding = False
+        self._queued = 0  # messages handed to the writer's mailbox, not yet taken out
         self._token_free: trio.Event | None = None
         self._out_broken = False
         self.started = trio.Event()
@@ -402,14 +403,22 @@ class Session:
     async def _send(self, data: bytes, related: RequestId | None = None) -> None:
         # send_nowait when the mailbox has room: no scheduler round trip per message.
         # Only a full mailbox (a slow peer) makes the sender wait — that is backpressure.
+        # Counted before it is handed over: a parked writer receives the item directly,
+        # so the channel's buffer alone cannot tell whether a message is pending.
+        self._queued += 1
         try:
             self._out_send.send_nowait((data, related))
         except trio.WouldBlock:
             try:
                 await self._out_send.send((data, related))
             except (trio.ClosedResourceError, trio.BrokenResourceError):
+                self._queued -= 1
                 raise ConnectionClosed("the session is closed") from None
+            except BaseException:
+                self._queued -= 1
+                raise
         except (trio.ClosedResourceError, trio.BrokenResourceError):
+            self._queued -= 1
             raise ConnectionClosed("the session is closed") from None
 
     async def _send_in_place(self, data: bytes, related: RequestId | None) -> None:
@@ -420,12 +429,7 @@ class Session:
         which saves the writer a wake-up on the sequential path (one request in flight).
         Order is kept: the token is only borrowed when no earlier message is pending.
         """
-        if (
-            self._writing
-            or self._writer_holding
-            or self._out_recv.statistics().current_buffer_used
-            or self._out_broken
-        ):
+        if self._writing or self._writer_holding or self._queued or self._out_broken:
             await self._send(data, related)
             return
         self._writing = True
@@ -469,6 +473,7 @@ class Session:
                     batch.append(receive_nowait())
             except (trio.WouldBlock, trio.EndOfChannel):
                 pass
+            self._queued -= len(batch)
             while self._writing:
                 self._token_free = trio.Event()
                 await self._token_free.wait()
@@ -640,10 +645,6 @@ class _BatchCollector:
         if self._routed and self.remaining <= 0 and self.parts:
             data = encode_batch(self.parts)
             self.parts = []
-            try:
-                self.session._out_send.send_nowait((data, self.related))
-            except trio.WouldBlock:
-                assert self.session._handlers is not None
-                self.session._handlers.start_soon(self.session._send, data, self.related)
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                pass
+            session = self.session
+            assert session._handlers is not None
+            session._handlers.start_soon(session._send, data, self.related)

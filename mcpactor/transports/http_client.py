@@ -208,7 +208,9 @@ class HttpPool:
         self, conn: _Conn, origin: Origin, method: str, target: str,
         headers: list[tuple[str, str]], body: bytes | None,
     ) -> HttpResponse:
-        h: list[tuple[str, str]] = [("host", origin.authority), *headers]
+        # A caller-supplied Host wins (tests of DNS-rebinding protection need that).
+        has_host = any(k.lower() == "host" for k, _ in headers)
+        h: list[tuple[str, str]] = [*([] if has_host else [("host", origin.authority)]), *headers]
         if body is not None:
             h.append(("content-length", str(len(body))))
         await conn.send(h11.Request(method=method, target=target, headers=h))

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpactor.http")
 
-__all__ = ["HttpOptions", "McpHttpApp", "serve_http"]
+__all__ = ["HttpOptions", "McpHttpApp", "serve_app", "serve_http"]
 
 #: Id of the synthetic initialize a stateless POST's session is primed with.
 STATELESS_INIT_ID = "mcpactor-stateless-initialize"
@@ -61,6 +61,15 @@ def _is_error(answer: bytes) -> bool:
     except orjson.JSONDecodeError:
         return True
     return not isinstance(obj, dict) or "error" in obj
+
+
+def _forget_cancelled(hs: HttpSession, items: list[Any]) -> None:
+    # No response will come for a cancelled request: end its stream, free its slot.
+    for m in items:
+        if isinstance(m, jsonrpc.Notification) and m.method == "notifications/cancelled":
+            rid = (m.params or {}).get("requestId")
+            if isinstance(rid, (str, int)):
+                hs.forget_request(rid)
 
 
 def _is_initialize(msg: object) -> bool:
@@ -318,6 +327,7 @@ class McpHttpApp:
         hs.touch()
         if not ids:
             await hs.transport.deliver(body)
+            _forget_cancelled(hs, items)
             await asgi.send_response(send, 202)
             return
         if any(rid in hs.request_streams for rid in ids) or len(set(ids)) != len(ids):
@@ -330,6 +340,7 @@ class McpHttpApp:
             return
         stream = hs.open_request_stream(ids)
         await hs.transport.deliver(body)
+        _forget_cancelled(hs, items)
         await self._answer(hs, stream, receive, send, version)
 
     async def _stateless_post(
@@ -475,10 +486,23 @@ async def serve_http(
     ``options`` are :class:`HttpOptions` fields. With ``nursery.start`` the task status
     is the endpoint URL (useful with ``port=0``).
     """
+    app = McpHttpApp(server, HttpOptions(path=path, trace_dir=trace, **options))
+    await serve_app(app, host=host, port=port, quiet=quiet, task_status=task_status)
+
+
+async def serve_app(
+    app: McpHttpApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    quiet: bool = False,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve an :class:`McpHttpApp` with hypercorn's Trio worker until cancelled; the
+    task status is the endpoint URL."""
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
-    app = McpHttpApp(server, HttpOptions(path=path, trace_dir=trace, **options))
     config = Config()
     config.bind = [_bind(host, port)]
     config.accesslog = None
@@ -490,7 +514,7 @@ async def serve_http(
         binds = await nursery.start(
             lambda task_status: serve(asgi_app, config, task_status=task_status)
         )
-        url = (binds[0] if binds else f"http://{_bind(host, port)}") + path
+        url = (binds[0] if binds else f"http://{_bind(host, port)}") + app.options.path
         if not quiet:
-            print(f"mcpactor: serving {server.info.name} on {url}", file=sys.stderr, flush=True)
+            print(f"mcpactor: serving {app.server.info.name} on {url}", file=sys.stderr, flush=True)
         task_status.started(url)

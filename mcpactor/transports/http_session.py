@@ -138,6 +138,12 @@ class HttpSession:
                     del self.request_streams[rid]
             stream.answered(ids)
 
+    def forget_request(self, rid: RequestId) -> None:
+        """The client cancelled ``rid``: its stream owes nothing for it any more."""
+        stream = self.request_streams.pop(rid, None)
+        if stream is not None:
+            stream.answered([rid])
+
     def close_request_stream(self, rid: RequestId) -> None:
         """SSE polling: end the HTTP response carrying ``rid``'s stream now; the client
         resumes it with ``Last-Event-ID``."""

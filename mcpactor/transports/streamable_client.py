@@ -33,22 +33,32 @@ DEFAULT_RETRY_MS = 1000
 MAX_RESUME_ATTEMPTS = 3
 #: How long the standalone GET may take to answer with headers before we give up on it.
 STANDALONE_HEADERS_TIMEOUT = 5.0
+#: How long a stream may stay open once every response it owed has arrived.
+STREAM_END_GRACE = 0.5
 
 
-def _request_info(data: bytes) -> tuple[list[RequestId], str | None]:
-    """Request ids in an outbound message and the method of its first request."""
+def _request_info(data: bytes) -> tuple[list[RequestId], str | None, list[RequestId]]:
+    """Request ids in an outbound message, the method of its first request, and the
+    ids of requests it cancels."""
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:
-        return [], None
+        return [], None, []
     items = obj if isinstance(obj, list) else [obj]
     ids: list[RequestId] = []
+    cancels: list[RequestId] = []
     method = None
     for item in items:
-        if isinstance(item, dict) and "method" in item and "id" in item:
+        if not isinstance(item, dict) or "method" not in item:
+            continue
+        if "id" in item:
             ids.append(item["id"])
             method = method or item["method"]
-    return ids, method
+        elif item["method"] == "notifications/cancelled":
+            rid = (item.get("params") or {}).get("requestId")
+            if isinstance(rid, (str, int)):
+                cancels.append(rid)
+    return ids, method, cancels
 
 
 class StreamableHttpClientTransport(Transport):
@@ -165,7 +175,12 @@ class StreamableHttpClientTransport(Transport):
     # -- POST -------------------------------------------------------------------------
 
     async def _post(self, data: bytes) -> None:
-        ids, method = _request_info(data)
+        ids, method, cancels = _request_info(data)
+        for rid in cancels:
+            # A cancelled request gets no response: stop waiting (and resuming) for it.
+            ev = self._answered.pop(rid, None)
+            if ev is not None:
+                ev.set()
         if method == "initialize":
             self._init_request = orjson.loads(data)
             self._init_id = ids[0]
@@ -273,6 +288,9 @@ class StreamableHttpClientTransport(Transport):
     async def _cancel_when_answered(self, waits: list[trio.Event], scope: trio.CancelScope) -> None:
         for ev in waits:
             await ev.wait()
+        # The server normally ends the stream right after the last response; reading to
+        # that end keeps the connection reusable. A stream left open is cut after a grace.
+        await trio.sleep(STREAM_END_GRACE)
         scope.cancel()
 
     async def _consume(self, resp: HttpResponse, parser: SseParser) -> None:

@@ -50,8 +50,11 @@ def subprocess_env() -> dict[str, str]:
     return env
 
 
-async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
-    """Poll ``condition`` until it holds; fail with ``what`` after ``timeout`` seconds.
+async def wait_until(
+    condition: Callable[[], bool], what: str, timeout: float = 5.0, *, fail: bool = True
+) -> bool:
+    """Poll ``condition`` until it holds; after ``timeout`` seconds fail the test with
+    ``what`` (or, with ``fail=False``, return False so the caller can say more).
 
     For things that arrive asynchronously (notifications, progress callbacks that a
     client runs in tasks of their own), never to assert on how long something took.
@@ -59,6 +62,8 @@ async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 
     with trio.move_on_after(timeout):
         while True:
             if condition():
-                return
+                return True
             await trio.sleep(0.01)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+    if fail:
+        pytest.fail(f"timed out after {timeout} s waiting for {what}")
+    return False

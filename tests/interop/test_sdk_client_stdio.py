@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import pytest
 import trio
 from interop_support import OUR_EVERYTHING, ROOT, subprocess_env, wait_until
@@ -137,29 +138,72 @@ def _server_params() -> StdioServerParameters:
     )
 
 
+class WireTap:
+    """Wraps the SDK transport's read stream and records every message, in wire order,
+    before the ClientSession sees it (the SDK runs callbacks in tasks of their own, so
+    only the stream shows the order the server wrote messages in)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.messages: list[dict[str, Any]] = []
+
+    def _record(self, item: Any) -> Any:
+        message = getattr(item, "message", None)
+        if message is not None:
+            self.messages.append(message.model_dump(by_alias=True, mode="json", exclude_none=True))
+        return item
+
+    async def receive(self) -> Any:
+        return self._record(await self.inner.receive())
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __aiter__(self) -> WireTap:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (trio.EndOfChannel, anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> WireTap:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 @asynccontextmanager
-async def raw_session(recorder: Recorder | None = None) -> AsyncIterator[ClientSession]:
-    """A ClientSession over a fresh server subprocess, NOT yet initialized."""
+async def raw_session(
+    recorder: Recorder | None = None, tap: list[WireTap] | None = None
+) -> AsyncIterator[ClientSession]:
+    """A ClientSession over a fresh server subprocess, NOT yet initialized. With ``tap``
+    (a list), the WireTap wrapped around the read stream is appended to it."""
     callbacks = recorder.callbacks() if recorder is not None else {}
     failure: BaseException | None = None
-    async with (
-        stdio_client(_server_params(), errlog=sys.stderr) as (read, write),
-        ClientSession(read, write, read_timeout_seconds=10, **callbacks) as session,
-    ):
-        try:
-            yield session
-        except (Exception, pytest.fail.Exception) as exc:
-            # Re-raised below, outside the SDK's task groups, so that a failing
-            # assertion reads as itself rather than as nested ExceptionGroups.
-            failure = exc
+    async with stdio_client(_server_params(), errlog=sys.stderr) as (read, write):
+        if tap is not None:
+            read = WireTap(read)
+            tap.append(read)
+        async with ClientSession(read, write, read_timeout_seconds=10, **callbacks) as session:
+            try:
+                yield session
+            except (Exception, pytest.fail.Exception) as exc:
+                # Re-raised below, outside the SDK's task groups, so that a failing
+                # assertion reads as itself rather than as nested ExceptionGroups.
+                failure = exc
     if failure is not None:
         raise failure
 
 
 @asynccontextmanager
-async def sdk_session(recorder: Recorder | None = None) -> AsyncIterator[ClientSession]:
+async def sdk_session(
+    recorder: Recorder | None = None, tap: list[WireTap] | None = None
+) -> AsyncIterator[ClientSession]:
     """An initialized ClientSession over a fresh server subprocess."""
-    async with raw_session(recorder) as session:
+    async with raw_session(recorder, tap) as session:
         await session.initialize()
         yield session
 
@@ -730,3 +774,117 @@ async def test_completion_complete() -> None:
             )
             result = await session.complete(template_ref, {"name": "id", "value": "1"})
             assert result.completion.values == ["1", "10"]
+
+
+async def test_concurrent_calls_are_routed_to_their_callers() -> None:
+    """Many calls in flight at once on one session, some with progress, some asking the
+    client to sample: every result and every progress notification reaches its caller."""
+    recorder = Recorder()
+    results: dict[str, list[str]] = {}
+    progress: dict[int, list[float]] = {i: [] for i in range(6)}
+
+    async def with_progress(i: int, session: ClientSession) -> None:
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress[i].append(value)
+
+        result = await session.call_tool(
+            "test_tool_with_progress", {}, progress_callback=on_progress
+        )
+        results[f"progress-{i}"] = _texts(result)
+
+    async def sampling(i: int, session: ClientSession) -> None:
+        result = await session.call_tool("test_sampling", {"prompt": f"prompt {i}"})
+        results[f"sampling-{i}"] = _texts(result)
+
+    async def template(i: int, session: ClientSession) -> None:
+        read = await session.read_resource(f"test://template/{i}/data")
+        results[f"template-{i}"] = [read.contents[0].text]
+
+    with trio.fail_after(TEST_TIMEOUT):
+        async with sdk_session(recorder) as session:
+            async with trio.open_nursery() as nursery:
+                for i in range(6):
+                    nursery.start_soon(with_progress, i, session)
+                    nursery.start_soon(sampling, i, session)
+                    nursery.start_soon(template, i, session)
+            # Progress callbacks run in SDK tasks: give late ones time (those for
+            # requests already answered never come: the SDK drops them).
+            await wait_until(
+                lambda: all(len(p) >= 3 for p in progress.values()), "progress", fail=False
+            )
+    for i in range(6):
+        assert results[f"progress-{i}"] == ["Progress reported: 0, 50 and 100 of 100"]
+        assert sorted(progress[i]) == [0, 50, 100], (
+            f"call {i}: progress callbacks got {progress[i]} (all: {progress})"
+        )
+        assert results[f"sampling-{i}"] == [f"LLM response: {SAMPLED_TEXT}"]
+        assert json.loads(results[f"template-{i}"][0])["id"] == str(i)
+    prompts = sorted(p.messages[0].content.text for p in recorder.sampling)
+    assert prompts == [f"prompt {i}" for i in range(6)]
+
+
+def _split_at_response(
+    window: list[dict[str, Any]], method: str, response_id: Any
+) -> tuple[int, int]:
+    """How many ``method`` notifications in ``window`` came before / after the response
+    to ``response_id`` (progress: only those carrying it as the token, as the SDK does)."""
+    before = after = 0
+    answered = False
+    for message in window:
+        if message.get("id") == response_id and ("result" in message or "error" in message):
+            answered = True
+        elif message.get("method") == method:
+            params = message.get("params", {})
+            if method == "notifications/progress" and params.get("progressToken") != response_id:
+                continue
+            if answered:
+                after += 1
+            else:
+                before += 1
+    return before, after
+
+
+async def test_notifications_precede_the_response_on_the_wire() -> None:
+    """A tool's progress and log notifications, awaited before it returns, must reach
+    the wire before its response: a client drops progress for a finished request (the
+    SDK does, and conformance `tools-call-with-progress` requires 3 before the result)."""
+    tap: list[WireTap] = []
+    problems: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        pass
+
+    with trio.fail_after(TEST_TIMEOUT), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        async with sdk_session(Recorder(), tap) as session:
+            await session.set_logging_level("debug")
+            await session.list_tools()  # so call_tool does not list tools mid-test
+            (wire,) = tap
+            for attempt in range(3):
+                for tool, method, kwargs in (
+                    (
+                        "test_tool_with_progress",
+                        "notifications/progress",
+                        {"progress_callback": on_progress},
+                    ),
+                    ("test_tool_with_logging", "notifications/message", {}),
+                ):
+                    start = len(wire.messages)
+                    await session.call_tool(tool, {}, **kwargs)
+                    window = wire.messages[start:]
+                    (response,) = [m for m in window if "content" in m.get("result", {})]
+                    rid = response["id"]
+                    # All three do arrive, sooner or later: wait for them, then look at order.
+                    await wait_until(
+                        lambda: sum(_split_at_response(wire.messages[start:], method, rid)) >= 3,  # noqa: B023
+                        f"three {method} for {tool}",
+                    )
+                    window = wire.messages[start:]
+                    counts = _split_at_response(window, method, rid)
+                    if counts != (3, 0):
+                        order = [m.get("method") or f"response {m.get('id')}" for m in window]
+                        problems.append(
+                            f"attempt {attempt}, {tool}: {method} before/after the response: "
+                            f"{counts}; wire order: {order}"
+                        )
+    assert not problems, "\n".join(problems)

@@ -500,3 +500,83 @@ async def test_logging_set_level(server_everything: list[str]) -> None:
             with pytest.raises(McpError):
                 await client.set_logging_level("loud")
             await client.ping()
+
+
+async def test_url_elicitation(server_everything: list[str]) -> None:
+    """URL-mode elicitation (2025-11-25): the request path reaches our handler with the
+    URL params; the error path is a -32042 JSON-RPC error carrying the elicitations."""
+    seen: list[Any] = []
+
+    async def elicit(params: Any, rc: Any) -> t.ElicitResult:
+        seen.append(params)
+        return t.ElicitResult(action="accept")
+
+    handlers = ClientHandlers(elicitation=elicit, elicitation_modes=("form", "url"))
+    with trio.fail_after(TEST_TIMEOUT):
+        async with everything(server_everything, handlers) as client:
+            assert client.session.connection.capabilities["elicitation"] == {"form": {}, "url": {}}
+            names = {tool.name for tool in await client.list_all_tools()}
+            assert "trigger-url-elicitation" in names
+
+            url = "https://example.com/authorize"
+            result = await client.call_tool(
+                "trigger-url-elicitation", {"url": url, "elicitationId": "el-1"}
+            )
+            (params,) = seen
+            assert isinstance(params, t.ElicitRequestURLParams)
+            assert (params.mode, params.url, params.elicitation_id) == ("url", url, "el-1")
+            assert _texts(result)[0] == (
+                f"✅ User completed the URL elicitation flow.\nElicitation ID: el-1\nURL: {url}"
+            )
+
+            with pytest.raises(McpError) as info:
+                await client.call_tool(
+                    "trigger-url-elicitation",
+                    {"url": url, "errorPath": True, "elicitationId": "e2"},
+                )
+            assert info.value.code == -32042
+            (required,) = info.value.data["elicitations"]
+            assert required["mode"] == "url"
+            assert required["url"] == "https://modelcontextprotocol.io"
+            # Retrying the same call after the prerequisite goes down the request path.
+            retried = await client.call_tool(
+                "trigger-url-elicitation", {"url": url, "errorPath": True, "elicitationId": "e2"}
+            )
+            assert _texts(retried)[0].startswith("✅ User completed the URL elicitation flow.")
+
+
+async def test_session_resource_and_list_changed(server_everything: list[str]) -> None:
+    """gzip-file-as-resource (with a data: URL, no network) registers a session resource:
+    the server says resources/list_changed, links it, and serves the gzip blob."""
+    import gzip
+
+    changed: list[Any] = []
+    payload = "interop payload ✓\n" * 20
+    data_url = "data:text/plain;base64," + base64.b64encode(payload.encode()).decode()
+    handlers = ClientHandlers(on_resources_changed=changed.append)
+    with trio.fail_after(TEST_TIMEOUT):
+        async with everything(server_everything, handlers) as client:
+            result = await client.call_tool(
+                "gzip-file-as-resource",
+                {"name": "payload.txt.gz", "data": data_url, "outputType": "resourceLink"},
+            )
+            assert not result.is_error, result
+            (link,) = result.content
+            assert isinstance(link, t.ResourceLink)
+            assert link.uri == "demo://resource/session/payload.txt.gz"
+            assert link.mime_type == "application/gzip"
+            await wait_until(lambda: bool(changed), "notifications/resources/list_changed")
+
+            read = await client.read_resource(link.uri)
+            (contents,) = read.contents
+            assert isinstance(contents, t.BlobResourceContents)
+            assert gzip.decompress(base64.b64decode(contents.blob)).decode() == payload
+
+            embedded = await client.call_tool(
+                "gzip-file-as-resource",
+                {"name": "again.gz", "data": data_url, "outputType": "resource"},
+            )
+            (item,) = embedded.content
+            assert isinstance(item, t.EmbeddedResource)
+            assert isinstance(item.resource, t.BlobResourceContents)
+            assert gzip.decompress(base64.b64decode(item.resource.blob)).decode() == payload

@@ -118,7 +118,7 @@ async def test_cancel_after_the_response_was_sent(autojump_clock: trio.testing.M
         nursery.start_soon(lambda: server.serve(StreamTransport(theirs, theirs), tracer=tracer))
         await ours.send_all(HANDSHAKE + line({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "quick", "arguments": {}}}))
         msgs = await read_messages(ours, 2)
-        assert msgs[1]["result"]["content"][0]["text"] == "quick"
+        assert msgs[1]["result"]["content"][0]["text"] == "quick", msgs
         await ours.send_all(
             line({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
             + line({"jsonrpc": "2.0", "id": 2, "method": "ping"})
@@ -287,3 +287,35 @@ async def test_end_of_input_cancels_handlers_and_fails_waiters(autojump_clock: t
             await trio.sleep(1)
     kinds = [e["kind"] for e in tracer.events()]
     assert "cancel_applied" in kinds and kinds[-1] == "session_closed"
+
+
+async def test_wire_order_matches_send_order_under_concurrency() -> None:
+    """Each request's progress goes out before its response, and the handshake answer
+    before anything else, whichever task writes (writer or a handler in place)."""
+    server, _ = make_server()
+    tracer = MemoryRecorder()
+    async with trio.open_nursery() as nursery:
+        b = await start(nursery, server, tracer)
+        async with connect_transport(b) as client:
+            async def one() -> None:
+                await client.call_tool("ticking", {"ticks": 4, "every": 0}, on_progress=lambda *a: None)
+                await client.call_tool("quick", {})
+
+            async with trio.open_nursery() as calls:
+                for _ in range(40):
+                    calls.start_soon(one)
+        nursery.cancel_scope.cancel()
+    outs = [e for e in tracer.events() if e["kind"] == "message_out"]
+    assert "protocolVersion" in outs[0]["msg"]["result"]
+    last_progress: dict[Any, float] = {}
+    answered: set[Any] = set()
+    for e in outs:
+        m, rel = e["msg"], e["related"]
+        if m.get("method") == "notifications/progress":
+            assert rel not in answered, "progress after its response"
+            assert m["params"]["progress"] > last_progress.get(rel, 0)
+            last_progress[rel] = m["params"]["progress"]
+        elif "id" in m:
+            assert m["id"] not in answered, "two responses for one id"
+            answered.add(m["id"])
+    assert len(answered) == 81 and all(v == 4 for v in last_progress.values())

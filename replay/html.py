@@ -1,0 +1,123 @@
+"""``mcpactor trace html``: a self-contained sequence diagram of one trace.
+
+Lanes, left to right: the peer (client), the session's actors (supervisor, reader,
+writer, notifier, tracker), then one lane per handler. Messages are arrows between
+the peer and the reader/writer; everything else is a dot on its actor's lane. Hovering
+shows the event's JSON. No scripts, fonts or styles are fetched from anywhere.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import orjson
+
+from replay.render import describe
+from replay.trace import Event, Trace
+
+_ROW = 22
+_LANE = 150
+_TOP = 60
+_ACTORS = ("supervisor", "reader", "writer", "notifier", "tracker")
+_COLORS = {
+    "message_in": "#1f6feb",
+    "message_out": "#2da44e",
+    "cancel_requested": "#cf222e",
+    "cancel_applied": "#cf222e",
+    "timer_fired": "#bc4c00",
+    "handler_failed": "#cf222e",
+    "actor_failed": "#cf222e",
+    "transport_broken": "#cf222e",
+    "message_dropped": "#8250df",
+    "response_dropped": "#8250df",
+}
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 16px; color: #1f2328; }
+h1 { font-size: 18px; } .meta { font-size: 12px; color: #57606a; }
+svg text { font-family: ui-monospace, monospace; font-size: 11px; }
+.lane { stroke: #d0d7de; stroke-dasharray: 4 3; }
+.head { font-weight: bold; font-size: 12px; }
+"""
+
+
+def _lanes(trace: Trace) -> list[str]:
+    handlers = sorted(
+        {ev.actor for ev in trace.events if ev.actor.startswith("handler:")},
+        key=lambda a: next(e.index for e in trace.events if e.actor == a),
+    )
+    actors = [a for a in _ACTORS if any(ev.actor == a for ev in trace.events)]
+    others = sorted({ev.actor for ev in trace.events} - set(actors) - set(handlers))
+    return ["client", *actors, *others, *handlers]
+
+
+def _x(lanes: dict[str, int], actor: str) -> int:
+    return 40 + lanes.get(actor, 0) * _LANE
+
+
+def _row(ev: Event, y: int, lanes: dict[str, int]) -> str:
+    color = _COLORS.get(ev.kind, "#57606a")
+    tip = html.escape(orjson.dumps(ev.data, option=orjson.OPT_INDENT_2).decode())
+    label = html.escape(f"#{ev.seq} {ev.t:.4f}s {ev.kind} {describe(ev.data)}"[:110])
+    parts = [f"<g><title>{tip}</title>"]
+    if ev.kind in ("message_in", "message_out"):
+        x1, x2 = _x(lanes, "client"), _x(lanes, ev.actor)
+        if ev.kind == "message_out":
+            x1, x2 = x2, x1
+        parts.append(
+            f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="{color}" stroke-width="2" '
+            f'marker-end="url(#arrow-{ev.kind})"/>'
+        )
+        lx = min(x1, x2) + 8
+    else:
+        x = _x(lanes, ev.actor)
+        parts.append(f'<circle cx="{x}" cy="{y}" r="5" fill="{color}"/>')
+        lx = x + 10
+    parts.append(f'<text x="{lx}" y="{y - 4}" fill="{color}">{label}</text></g>')
+    return "".join(parts)
+
+
+def render_html(trace: Trace) -> str:
+    """The whole page as one string."""
+    order = _lanes(trace)
+    lanes = {name: i for i, name in enumerate(order)}
+    width = 40 + len(order) * _LANE + 420
+    height = _TOP + (len(trace.events) + 1) * _ROW
+    svg: list[str] = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">',
+        "<defs>",
+    ]
+    for kind in ("message_in", "message_out"):
+        svg.append(
+            f'<marker id="arrow-{kind}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+            f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+            f'fill="{_COLORS[kind]}"/></marker>'
+        )
+    svg.append("</defs>")
+    for name, i in lanes.items():
+        x = 40 + i * _LANE
+        svg.append(f'<line class="lane" x1="{x}" y1="{_TOP - 16}" x2="{x}" y2="{height}"/>')
+        svg.append(
+            f'<text class="head" x="{x}" y="{_TOP - 24}" text-anchor="middle">'
+            f"{html.escape(name)}</text>"
+        )
+    for i, ev in enumerate(trace.events):
+        svg.append(_row(ev, _TOP + (i + 1) * _ROW, lanes))
+    svg.append("</svg>")
+    h: dict[str, Any] = trace.header
+    meta = html.escape(
+        f"role={h.get('role')} transport={h.get('transport')} protocol={h.get('protocol_version')} "
+        f"entry_point={h.get('entry_point')} clock={(h.get('clock') or {}).get('kind')} "
+        f"seeds={h.get('seeds')} events={len(trace.events)}"
+    )
+    title = html.escape(str(trace.path or "trace"))
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        f"<title>{title}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{title}</h1><p class=\"meta\">{meta}</p>"
+        "<p class=\"meta\">Hover an event for its JSON. Blue: client to server; green: server "
+        "to client; red: cancellations and failures; orange: timeouts.</p>"
+        + "".join(svg)
+        + "</body></html>\n"
+    )

@@ -1,0 +1,116 @@
+"""Our HTTP client against our HTTP server (hypercorn on 127.0.0.1), end to end."""
+
+from __future__ import annotations
+
+import orjson
+import trio
+from http_support import LATEST, RawClient, messages, read_events, request_body, running_app
+
+from mcpactor import connect_http, connect_sse
+from mcpactor.transports.http_client import HttpPool
+
+TIMEOUT = 10
+
+
+async def test_call_tools_with_progress_over_sse() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with running_app() as (app, url), connect_http(url) as client:
+            assert client.protocol_version == LATEST
+            assert len(app.sessions) == 1
+            result = await client.call_tool("echo", {"text": "hi"})
+            assert result.content[0].text == "hi"
+            seen: list[float] = []
+            result = await client.call_tool(
+                "count", {"n": 4, "delay": 0.01}, on_progress=lambda p, t, m: seen.append(p)
+            )
+            assert result.content[0].text == "counted to 4"
+            assert seen == [1, 2, 3, 4]
+
+
+async def test_keep_alive_connections_are_reused() -> None:
+    with trio.fail_after(TIMEOUT):
+        pool = HttpPool()
+        async with running_app() as (_, url), connect_http(url, pool=pool) as client:
+            for i in range(10):
+                result = await client.call_tool("echo", {"text": str(i)})
+                assert result.content[0].text == str(i)
+            # initialize + POSTs share one connection; the GET stream holds another.
+            assert pool.opened <= 3
+
+
+async def test_sse_polling_resumes_on_the_client() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with running_app(retry_ms=50) as (_, url), connect_http(url) as client:
+            result = await client.call_tool("poll", {})
+            assert result.content[0].text == "answered after the stream closed"
+
+
+async def test_json_response_mode() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with running_app(json_response=True) as (_, url):
+            raw = RawClient(url)
+            await raw.initialize()
+            status, headers, body = await raw.simple(
+                "POST", request_body(2, "tools/call", {"name": "echo", "arguments": {"text": "j"}})
+            )
+            assert status == 200
+            assert headers["content-type"] == "application/json"
+            assert orjson.loads(body)["result"]["content"][0]["text"] == "j"
+            await raw.aclose()
+            async with connect_http(url) as client:
+                assert (await client.call_tool("echo", {"text": "k"})).content[0].text == "k"
+
+
+async def test_stateless_mode() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with running_app(stateless=True) as (app, url):
+            async with connect_http(url) as client:
+                result = await client.call_tool("echo", {"text": "stateless"})
+                assert result.content[0].text == "stateless"
+                seen: list[float] = []
+                await client.call_tool(
+                    "count", {"n": 2, "delay": 0.01}, on_progress=lambda p, t, m: seen.append(p)
+                )
+                assert seen == [1, 2]
+            raw = RawClient(url)
+            status, headers, _ = await raw.simple("POST", request_body(1, "tools/list"))
+            assert status == 200 and "mcp-session-id" not in headers
+            status, _, _ = await raw.simple("GET", headers=[("accept", "text/event-stream")])
+            assert status == 405
+            await raw.aclose()
+            # Every POST's session is gone once it is answered.
+            await _wait_for(lambda: not app.sessions and len(app.server.sessions) == 0)
+
+
+async def test_batch_allowed_only_in_2025_03_26() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with running_app() as (_, url):
+            raw = RawClient(url)
+            await raw.initialize("2025-03-26")
+            batch = b"[" + request_body(1, "ping") + b"," + request_body(2, "tools/list") + b"]"
+            resp = await raw.post(batch)
+            assert resp.status == 200
+            got = messages(await read_events(resp))
+            await resp.aclose()
+            assert len(got) == 1 and sorted(m["id"] for m in got[0]) == [1, 2]
+            await raw.aclose()
+
+
+async def test_legacy_sse_transport_and_fallback() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with running_app() as (app, url):
+            base = url.rsplit("/", 1)[0]
+            async with connect_sse(base + "/sse") as client:
+                assert client.protocol_version == "2024-11-05"
+                assert (await client.call_tool("echo", {"text": "old"})).content[0].text == "old"
+                assert len(app.sessions) == 1
+            # POST to the SSE URL is refused with a 4xx: the client falls back to GET /sse.
+            async with connect_http(base + "/sse") as client:
+                assert (await client.call_tool("echo", {"text": "fb"})).content[0].text == "fb"
+            await _wait_for(lambda: not app.sessions)
+
+
+async def _wait_for(cond: object, timeout: float = 5.0) -> None:
+    with trio.fail_after(timeout):
+        while not cond():  # type: ignore[operator]
+            await trio.sleep(0.02)

@@ -1,0 +1,130 @@
+"""Interop with the official Python SDK (``mcp``) over HTTP, both directions.
+
+* The SDK's Streamable HTTP client and its legacy SSE client drive OUR server
+  (hypercorn in this process, 127.0.0.1).
+* OUR client drives the SDK's Streamable HTTP server (uvicorn/starlette in a
+  subprocess on 127.0.0.1), in SSE and in JSON response mode.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from http_support import free_port, running_app
+from mcp.client.session import ClientSession
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+
+from mcpactor import connect_http
+
+pytestmark = pytest.mark.interop
+
+TIMEOUT = 20
+SDK_SERVER = Path(__file__).with_name("sdk_http_server.py")
+
+
+@asynccontextmanager
+async def _sdk_session(transport_cm: Any) -> AsyncIterator[ClientSession]:
+    failure: BaseException | None = None
+    async with transport_cm as streams:
+        read, write = streams[0], streams[1]
+        async with ClientSession(read, write, read_timeout_seconds=10) as session:
+            try:
+                yield session
+            except Exception as exc:
+                # Re-raised outside the SDK's task groups so assertions read as themselves.
+                failure = exc
+    if failure is not None:
+        raise failure
+
+
+async def _exercise_sdk_client(session: ClientSession) -> None:
+    init = await session.initialize()
+    assert init.server_info.name == "http-test-server"
+    tools = await session.list_tools()
+    assert {t.name for t in tools.tools} >= {"echo", "count"}
+    result = await session.call_tool("echo", {"text": "from the SDK"})
+    assert result.content[0].text == "from the SDK"  # type: ignore[union-attr]
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    result = await session.call_tool("count", {"n": 3, "delay": 0.02}, progress_callback=on_progress)
+    assert result.content[0].text == "counted to 3"  # type: ignore[union-attr]
+    assert seen == [1, 2, 3]
+
+
+async def test_sdk_streamable_http_client_drives_our_server() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with running_app() as (app, url):
+            async with _sdk_session(streamable_http_client(url)) as session:
+                await _exercise_sdk_client(session)
+                assert len(app.sessions) == 1
+            # The SDK terminates its session with DELETE on close.
+            with trio.fail_after(5):
+                while app.sessions:
+                    await trio.sleep(0.02)
+
+
+async def test_sdk_legacy_sse_client_drives_our_server() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with running_app() as (app, url):
+            sse_url = url.rsplit("/", 1)[0] + "/sse"
+            async with _sdk_session(sse_client(sse_url)) as session:
+                await _exercise_sdk_client(session)
+                assert len(app.sessions) == 1
+            with trio.fail_after(5):
+                while app.sessions:
+                    await trio.sleep(0.02)
+
+
+@asynccontextmanager
+async def _sdk_server(mode: str) -> AsyncIterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(SDK_SERVER), str(port), mode],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        with trio.fail_after(15):
+            while True:
+                assert proc.poll() is None, "the SDK server exited"
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                        break
+                except OSError:
+                    await trio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("mode", ["sse", "json"])
+async def test_our_client_drives_the_sdk_server(mode: str) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with _sdk_server(mode) as url, connect_http(url) as client:
+            assert client.server_info["name"] == "sdk-http-server"
+            assert client.protocol_version == "2025-11-25"
+            result = await client.call_tool("greet", {"name": "mcpactor"})
+            assert result.content[0].text == "Hello, mcpactor!"
+            seen: list[float] = []
+            result = await client.call_tool("steps", {"n": 3}, on_progress=lambda p, t, m: seen.append(p))
+            assert result.content[0].text == "3 steps"
+            if mode == "sse":
+                assert seen == [1, 2, 3]
+            tools = await client.list_all_tools()
+            assert {t.name for t in tools} == {"greet", "steps"}

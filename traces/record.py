@@ -1,0 +1,313 @@
+"""Record the race corpus: real sessions of the runtime, one per race.
+
+    python traces/record.py            # (re)record every trace in traces/
+    python traces/record.py late_cancel cancel_before_start
+
+Each scenario drives ``traces/servers/race_server.py`` with a scripted client on an
+in-memory pipe, under Trio's virtual clock, and checks that the race came out the way
+the scenario is about; where the outcome depends on scheduling, seeds are tried in
+turn until one produces it (the seed is in the trace header).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+import trio
+import trio.testing
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from peer import Peer, call_msg, cancel_msg, drain, peer_pair, sampling_answer  # noqa: E402
+
+from mcpactor.entrypoint import load_entry_point  # noqa: E402
+from mcpactor.tracing import JsonlRecorder, TraceHeader  # noqa: E402
+
+ENTRY_POINT = "servers/race_server.py:server"
+SAMPLING = {"sampling": {}}
+
+Events = list[dict[str, Any]]
+
+
+@attrs.frozen
+class Scenario:
+    """A script for the client, and the check that the race happened as intended."""
+
+    script: Callable[[Peer], Awaitable[None]]
+    check: Callable[[Events], bool]
+    doc: str
+
+
+def kinds(events: Events, kind: str) -> Events:
+    """The events of one kind."""
+    return [e for e in events if e["kind"] == kind]
+
+
+def out_msgs(events: Events) -> list[dict[str, Any]]:
+    """Every message the server sent."""
+    return [e["msg"] for e in events if e["kind"] == "message_out"]
+
+
+def answers(events: Events, rid: Any) -> list[dict[str, Any]]:
+    """The server's responses to the client's request ``rid``."""
+    return [m for m in out_msgs(events) if m.get("id") == rid and "method" not in m]
+
+
+def index_of(events: Events, pred: Callable[[dict[str, Any]], bool]) -> int:
+    """Position of the first event matching ``pred`` (-1 if none)."""
+    return next((i for i, e in enumerate(events) if pred(e)), -1)
+
+
+# -- the scenarios ------------------------------------------------------------------------
+
+
+async def late_cancel(peer: Peer) -> None:
+    await peer.initialize()
+    await peer.call(1, "quick")
+    await peer.until(rid=1)
+    await peer.cancel(1, "too late")
+    await trio.sleep(0.5)
+
+
+def check_late_cancel(ev: Events) -> bool:
+    out = index_of(ev, lambda e: e["kind"] == "message_out" and e["msg"].get("id") == 1
+                   and "method" not in e["msg"])
+    drop = index_of(ev, lambda e: e["kind"] == "message_dropped")
+    return 0 <= out < drop and not kinds(ev, "cancel_applied")
+
+
+async def cancel_before_start(peer: Peer) -> None:
+    await peer.initialize()
+    await peer.send(call_msg(1, "sleepy", {"seconds": 5}), cancel_msg(1, "never mind"))
+    await trio.sleep(1)
+
+
+def check_cancel_before_start(ev: Events) -> bool:
+    return [e["stage"] for e in kinds(ev, "cancel_applied")] == ["before_start"]
+
+
+async def cancel_during_sampling(peer: Peer) -> None:
+    await peer.initialize(SAMPLING)
+    await peer.call(1, "ask_model", {"prompt": "hello"})
+    ask = await peer.until(method="sampling/createMessage")
+    await trio.sleep(0.25)
+    await peer.cancel(1, "user pressed stop")
+    await peer.until(method="notifications/cancelled")
+    await trio.sleep(0.25)
+    await peer.answer(ask["id"], sampling_answer("too late"))
+    await trio.sleep(0.5)
+
+
+def check_cancel_during_sampling(ev: Events) -> bool:
+    applied = kinds(ev, "cancel_applied")
+    local = [e for e in kinds(ev, "cancel_requested") if e["by"] == "local"]
+    return len(applied) == 1 and applied[0]["stage"] == "running" and len(local) == 1
+
+
+async def progress_race(peer: Peer) -> None:
+    await peer.initialize()
+    await peer.call(1, "burst", {"steps": 3}, progress="p1")
+    await peer.until(rid=1)
+    await trio.sleep(0.1)
+
+
+def check_progress_race(ev: Events) -> bool:
+    msgs = out_msgs(ev)
+    final = index_of(msgs, lambda m: m.get("id") == 1 and "method" not in m)
+    progress = [i for i, m in enumerate(msgs) if m.get("method") == "notifications/progress"]
+    return len(progress) == 3 and final > max(progress)
+
+
+async def timeout_same_instant(peer: Peer) -> None:
+    await peer.initialize(SAMPLING)
+    await peer.call(1, "ask_with_timeout", {"prompt": "quick!", "seconds": 1.0})
+    ask = await peer.until(method="sampling/createMessage")
+    await trio.sleep(1.0)  # answer at the very instant the server's timeout fires
+    await peer.answer(ask["id"], sampling_answer("photo finish"))
+    await peer.until(rid=1)
+    await trio.sleep(0.1)
+
+
+def check_timeout_same_instant(ev: Events) -> bool:
+    fired = kinds(ev, "timer_fired")
+    answer = index_of(ev, lambda e: e["kind"] == "message_in" and "result" in e["msg"])
+    return len(fired) == 1 and answer >= 0 and ev[answer]["t"] == fired[0]["t"]
+
+
+async def client_disconnect(peer: Peer) -> None:
+    await peer.initialize()
+    await peer.call(1, "sleepy", {"seconds": 10})
+    await trio.sleep(1)
+    peer.close()
+
+
+def check_client_disconnect(ev: Events) -> bool:
+    applied = kinds(ev, "cancel_applied")
+    return bool(kinds(ev, "transport_closed")) and [a["by"] for a in applied] == ["supervisor"]
+
+
+async def duplicate_id(peer: Peer) -> None:
+    await peer.initialize()
+    await peer.call(7, "sleepy", {"seconds": 1})
+    await peer.call(7, "quick")
+    await peer.until(rid=7)
+    await peer.until(rid=7)
+
+
+def check_duplicate_id(ev: Events) -> bool:
+    got = answers(ev, 7)
+    return len(got) == 2 and got[0].get("error", {}).get("code") == -32600
+
+
+async def cancel_unknown(peer: Peer) -> None:
+    await peer.initialize()
+    await peer.cancel(999, "who?")
+    await peer.call(1, "quick")
+    await peer.until(rid=1)
+
+
+def check_cancel_unknown(ev: Events) -> bool:
+    return len(kinds(ev, "message_dropped")) == 1 and not kinds(ev, "cancel_applied")
+
+
+async def reverse_responses(peer: Peer) -> None:
+    await peer.initialize(SAMPLING)
+    await peer.call(1, "ask_twice")
+    asks = [await peer.until(method="sampling/createMessage") for _ in range(2)]
+    by_label = {a["params"]["messages"][0]["content"]["text"]: a["id"] for a in asks}
+    await trio.sleep(0.1)
+    await peer.answer(by_label["second"], sampling_answer("2"))
+    await trio.sleep(0.1)
+    await peer.answer(by_label["first"], sampling_answer("1"))
+    await peer.until(rid=1)
+
+
+def check_reverse_responses(ev: Events) -> bool:
+    final = answers(ev, 1)
+    return bool(final) and final[0]["result"]["content"][0]["text"] == "second,first"
+
+
+async def crash_mid_stream(peer: Peer) -> None:
+    await peer.initialize()
+    await peer.call(1, "crash_mid_stream", {"steps": 2}, progress="c1")
+    await peer.until(rid=1)
+
+
+def check_crash_mid_stream(ev: Events) -> bool:
+    final = answers(ev, 1)
+    progress = [m for m in out_msgs(ev) if m.get("method") == "notifications/progress"]
+    # A tool's exception becomes an isError result (the session lives on).
+    return len(progress) == 2 and bool(final) and final[0]["result"].get("isError") is True
+
+
+async def racy_withdraw(peer: Peer) -> None:
+    await peer.initialize()
+    await peer.send(call_msg(1, "withdraw", {"amount": 80}), call_msg(2, "withdraw", {"amount": 80}))
+    await peer.until(rid=1)
+    await peer.until(rid=2)
+
+
+def withdraw_bug(ev: Events) -> bool:
+    """Both withdrawals of 80 from 100 succeeded: the balance went negative."""
+    balances = [
+        m["result"]["structuredContent"]["balance"]
+        for rid in (1, 2)
+        for m in answers(ev, rid)
+        if "result" in m
+    ]
+    return any(b < 0 for b in balances)
+
+
+async def slow_progress(peer: Peer) -> None:
+    await peer.initialize()
+    await peer.call(1, "slow", {"steps": 10, "every": 1.0}, progress="s1")
+    await peer.until(rid=1)
+
+
+def check_slow_progress(ev: Events) -> bool:
+    return ev[-1]["t"] >= 10.0
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "late_cancel": Scenario(late_cancel, check_late_cancel,
+                            "a cancellation arriving after the response was sent"),
+    "cancel_before_start": Scenario(cancel_before_start, check_cancel_before_start,
+                                    "a cancellation that lands before the handler starts"),
+    "cancel_during_sampling": Scenario(cancel_during_sampling, check_cancel_during_sampling,
+                                       "a cancellation while the handler awaits sampling"),
+    "progress_race": Scenario(progress_race, check_progress_race,
+                              "progress notifications racing the final response"),
+    "timeout_same_instant": Scenario(timeout_same_instant, check_timeout_same_instant,
+                                     "a timeout firing at the instant the response arrives"),
+    "client_disconnect": Scenario(client_disconnect, check_client_disconnect,
+                                  "the client disconnects mid-request"),
+    "duplicate_id": Scenario(duplicate_id, check_duplicate_id,
+                             "a request id reused while the first is in flight"),
+    "cancel_unknown": Scenario(cancel_unknown, check_cancel_unknown,
+                               "a cancellation for an id that never existed"),
+    "reverse_responses": Scenario(reverse_responses, check_reverse_responses,
+                                  "two server-to-client requests answered in reverse order"),
+    "crash_mid_stream": Scenario(crash_mid_stream, check_crash_mid_stream,
+                                 "a handler that crashes after streaming progress"),
+    "racy_withdraw": Scenario(racy_withdraw, withdraw_bug,
+                              "check-then-act across an await: the balance goes negative"),
+    "slow_progress": Scenario(slow_progress, check_slow_progress,
+                              "ten seconds of sleeps with progress (replay speed)"),
+}
+
+
+async def _session(scenario: Scenario, path: Path, seed: int, name: str) -> None:
+    # A fresh module per recording: module state (the bank) starts as the replay's does.
+    server = load_entry_point(f"{HERE / ENTRY_POINT.partition(':')[0]}:server")
+    transport, peer = peer_pair()
+    recorder = JsonlRecorder(
+        path,
+        TraceHeader(role="server", transport="memory", entry_point=ENTRY_POINT,
+                    seeds={"scheduler": seed, "random": seed}),
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: server.serve(transport, tracer=recorder, session_id=name))
+        with trio.fail_after(3600):
+            await scenario.script(peer)
+        peer.close()
+        await drain(peer)
+
+
+def run_once(name: str, seed: int, path: Path) -> Events:
+    """Record scenario ``name`` with ``seed`` to ``path``; return its events."""
+    trio.run(_session, SCENARIOS[name], path, seed, name,
+             clock=trio.testing.MockClock(autojump_threshold=0))
+    lines = path.read_bytes().splitlines()
+    return [orjson.loads(x) for x in lines[1:]]
+
+
+def record(name: str, directory: Path = HERE, max_seeds: int = 500) -> int:
+    """Record ``name`` into ``directory``, trying seeds until the race comes out as
+    intended; returns the seed used."""
+    path = directory / f"{name}.jsonl"
+    for seed in range(1, max_seeds + 1):
+        if SCENARIOS[name].check(run_once(name, seed, path)):
+            return seed
+    path.unlink()
+    raise RuntimeError(f"{name}: no seed in 1..{max_seeds} produced the intended race")
+
+
+def main(argv: list[str]) -> int:
+    import logging
+
+    logging.disable(logging.CRITICAL)  # the crash scenario logs its traceback by design
+    names = argv or list(SCENARIOS)
+    for name in names:
+        seed = record(name)
+        print(f"{name:<24} seed {seed:<4} {SCENARIOS[name].doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
