@@ -4,8 +4,9 @@
 code on a virtual clock and reports the first divergence; see ``docs/trace-format.md``.
 """
 
-from replay.engine import ReplayError, ReplayOptions, ReplayResult, load_server, replay
+from replay.engine import load_server, replay
 from replay.matcher import Divergence
+from replay.model import ReplayError, ReplayOptions, ReplayResult, Schedule
 from replay.trace import Event, Trace, TraceError, load_trace, parse_trace
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "ReplayError",
     "ReplayOptions",
     "ReplayResult",
+    "Schedule",
     "Trace",
     "TraceError",
     "load_server",

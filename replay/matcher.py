@@ -60,8 +60,14 @@ class Matcher:
         on_step: StepHook | None = None,
         on_break: BreakHook | None = None,
         break_at: int | None = None,
+        strict: bool = False,
+        coin_count: Callable[[], int] | None = None,
     ) -> None:
         self.trace = trace
+        self.strict = strict
+        self._coin_count = coin_count
+        #: How many scheduler coin flips had happened when the replay diverged.
+        self.diverged_at_coin: int | None = None
         self.events = trace.events
         self.recorder = recorder
         self.on_step = on_step
@@ -101,6 +107,12 @@ class Matcher:
         key = stream_key(actor, actual)
         stream = self._streams.get(key, [])
         i = self._pos[key]
+        if self.strict and self.low < len(self.events) and self.events[self.low].stream != key:
+            # Exact mode: the actors must also interleave as recorded.
+            nxt = self.events[self.low]
+            self.diverge(nxt, actual, f"order: {kind} ({actor}) happened where the recording "
+                         f"has {nxt.kind} ({nxt.actor})")
+            return
         if i >= len(stream):
             self.diverge(None, actual, f"the replay produced a {kind} event ({actor}) "
                          "that the recording does not have")
@@ -148,6 +160,8 @@ class Matcher:
         """Record the first divergence and stop the replay."""
         if self.divergence is not None:
             return
+        if self._coin_count is not None:
+            self.diverged_at_coin = self._coin_count()
         at = expected.index if expected is not None else self.low
         context = tuple(e.data for e in self.events[max(0, at - CONTEXT_EVENTS):at])
         exp = expected.data if expected is not None else None

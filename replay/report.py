@@ -6,8 +6,8 @@ from typing import TextIO
 
 import orjson
 
-from replay.engine import ReplayResult
 from replay.matcher import Divergence
+from replay.model import ReplayResult
 from replay.render import event_line
 
 

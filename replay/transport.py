@@ -4,10 +4,9 @@ An input is handed to the session's reader when (1) every event recorded before 
 been reproduced (:meth:`Matcher.wait_reproduced`) and (2) the virtual clock has reached
 its recorded time — a hair before it, so that an input recorded at the same instant as
 a timer wins the tie, as recorded; when the timer's effects were recorded first, rule
-1 holds the input back until they have happened. When rule 1 already holds as the
-reader asks, the input is returned without yielding to other tasks: nothing else ran
-between the two in the recording either (this is what reproduces a cancellation that
-arrives before its handler starts).
+1 holds the input back until they have happened. Like a real transport, ``receive``
+always yields to the scheduler once, so the tasks the previous input woke compete
+with the reader exactly as they did live (the schedule search settles who wins).
 """
 
 from __future__ import annotations
@@ -51,6 +50,9 @@ class ReplayTransport(Transport):
             if trio.current_time() >= at:
                 break
             await trio.sleep_until(at)
+        await trio.lowlevel.checkpoint()
+        if m.finished:
+            await trio.sleep_forever()
         self._next += 1
         m.before_input(ev)
         return self._deliver(ev)

@@ -511,3 +511,35 @@ def _reason(exc: BaseException) -> str:
         allowed = literal.removeprefix("typing.Literal[").removesuffix("]")
         return f"{value!r} is not one of {allowed}"
     return text or type(exc).__name__
+
+
+def _install_fast_paths() -> None:
+    """Hand-written structuring for the params on every tools/call.
+
+    The generic hook validates through cattrs' machinery (several µs); the common shape
+    (``name``, ``arguments``, ``_meta`` and nothing else, all of the right JSON types) is
+    checked and built directly, and anything else falls back to the generic hook, so
+    errors and unknown fields behave exactly as before.
+    """
+    from mcpactor.protocol.types import CallToolRequestParams
+
+    generic = converter.get_structure_hook(CallToolRequestParams)
+    known = frozenset({"name", "arguments", "_meta"})
+
+    def call_tool_params(data: Any, cls: Any) -> Any:
+        if type(data) is dict and known.issuperset(data):
+            name = data.get("name")
+            arguments = data.get("arguments")
+            meta = data.get("_meta")
+            if (
+                type(name) is str
+                and (arguments is None or type(arguments) is dict)
+                and (meta is None or type(meta) is dict)
+            ):
+                return CallToolRequestParams(name=name, arguments=arguments, meta=meta)
+        return generic(data, cls)
+
+    _from_wire_hooks[CallToolRequestParams] = call_tool_params
+
+
+_install_fast_paths()

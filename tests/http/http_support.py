@@ -6,7 +6,7 @@ Everything binds 127.0.0.1 on a random free port; every wait is bounded.
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -68,6 +68,13 @@ async def running_app(server: Server | None = None, **options: Any) -> AsyncIter
             yield app, url
         finally:
             nursery.cancel_scope.cancel()
+
+
+async def wait_until(cond: Callable[[], object], timeout: float = 5.0) -> None:
+    """Poll ``cond`` until true; state owned by other tasks has no event to wait on."""
+    with trio.fail_after(timeout):
+        while not cond():  # noqa: ASYNC110 - polling state that offers no event
+            await trio.sleep(0.01)
 
 
 def free_port() -> int:

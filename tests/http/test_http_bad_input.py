@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 import trio
-from http_support import LATEST, RawClient, init_body, request_body, running_app
+from http_support import LATEST, RawClient, init_body, request_body, running_app, wait_until
 
 from mcpactor import connect_http
 
@@ -80,7 +80,7 @@ async def test_in_flight_limit() -> None:
             call = {"name": "hang", "arguments": {}}
             held = [await raw.post(request_body(i, "tools/call", call)) for i in (1, 2)]
             assert [r.status for r in held] == [200, 200]
-            status, _, data = await raw.simple("POST", request_body(3, "tools/call", call))
+            status, _, _ = await raw.simple("POST", request_body(3, "tools/call", call))
             assert status == 429
             # Cancelling one frees a slot.
             status, _, _ = await raw.simple("POST", orjson.dumps({
@@ -106,9 +106,7 @@ async def test_initialize_needs_no_session_and_error_leaves_none() -> None:
             status, headers, body = await raw.simple("POST", bad)
             assert status == 200 and "mcp-session-id" not in headers
             assert await _error_code(body) == -32602
-            with trio.fail_after(2):
-                while app.sessions or app.server.sessions:
-                    await trio.sleep(0.01)
+            await wait_until(lambda: not app.sessions and not app.server.sessions)
             # A request before initialize, without a session id: 400.
             status, _, _ = await raw.simple("POST", PING)
             assert status == 400

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import orjson
 import trio
-from http_support import RawClient, messages, read_events, request_body, running_app
+from http_support import (
+    RawClient,
+    messages,
+    read_events,
+    request_body,
+    running_app,
+    wait_until,
+)
 
 from mcpactor import connect_http
 from mcpactor.transports.sse import SseParser
@@ -111,9 +118,9 @@ async def test_delete_frees_everything() -> None:
                 sid = next(iter(app.sessions))
                 assert len(app.server.sessions) == 1
             # Leaving the block sent DELETE.
-            with trio.fail_after(3):
-                while app.sessions or app.server.sessions or not _only_reaper_left(app):
-                    await trio.sleep(0.01)
+            await wait_until(
+                lambda: not app.sessions and not app.server.sessions and _only_reaper_left(app)
+            )
             raw = RawClient(url)
             raw.session_id = sid
             status, _, _ = await raw.simple("DELETE")

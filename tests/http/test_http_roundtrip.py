@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import orjson
 import trio
-from http_support import LATEST, RawClient, messages, read_events, request_body, running_app
+from http_support import (
+    LATEST,
+    RawClient,
+    messages,
+    read_events,
+    request_body,
+    running_app,
+    wait_until,
+)
 
 from mcpactor import connect_http, connect_sse
 from mcpactor.transports.http_client import HttpPool
@@ -79,7 +87,7 @@ async def test_stateless_mode() -> None:
             assert status == 405
             await raw.aclose()
             # Every POST's session is gone once it is answered.
-            await _wait_for(lambda: not app.sessions and len(app.server.sessions) == 0)
+            await wait_until(lambda: not app.sessions and len(app.server.sessions) == 0)
 
 
 async def test_batch_allowed_only_in_2025_03_26() -> None:
@@ -107,10 +115,4 @@ async def test_legacy_sse_transport_and_fallback() -> None:
             # POST to the SSE URL is refused with a 4xx: the client falls back to GET /sse.
             async with connect_http(base + "/sse") as client:
                 assert (await client.call_tool("echo", {"text": "fb"})).content[0].text == "fb"
-            await _wait_for(lambda: not app.sessions)
-
-
-async def _wait_for(cond: object, timeout: float = 5.0) -> None:
-    with trio.fail_after(timeout):
-        while not cond():  # type: ignore[operator]
-            await trio.sleep(0.02)
+            await wait_until(lambda: not app.sessions)

@@ -8,17 +8,17 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from http_support import free_port, running_app
+from http_support import free_port, running_app, wait_until
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -70,9 +70,7 @@ async def test_sdk_streamable_http_client_drives_our_server() -> None:
                 await _exercise_sdk_client(session)
                 assert len(app.sessions) == 1
             # The SDK terminates its session with DELETE on close.
-            with trio.fail_after(5):
-                while app.sessions:
-                    await trio.sleep(0.02)
+            await wait_until(lambda: not app.sessions)
 
 
 async def test_sdk_legacy_sse_client_drives_our_server() -> None:
@@ -82,35 +80,32 @@ async def test_sdk_legacy_sse_client_drives_our_server() -> None:
             async with _sdk_session(sse_client(sse_url)) as session:
                 await _exercise_sdk_client(session)
                 assert len(app.sessions) == 1
-            with trio.fail_after(5):
-                while app.sessions:
-                    await trio.sleep(0.02)
+            await wait_until(lambda: not app.sessions)
 
 
 @asynccontextmanager
 async def _sdk_server(mode: str) -> AsyncIterator[str]:
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(SDK_SERVER), str(port), mode],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
+    async with trio.open_nursery() as nursery:
+        proc = await nursery.start(partial(
+            trio.run_process,
+            [sys.executable, str(SDK_SERVER), str(port), mode],
+            check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        ))
         with trio.fail_after(15):
             while True:
                 assert proc.poll() is None, "the SDK server exited"
                 try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                        break
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
+                    await stream.aclose()
+                    break
                 except OSError:
                     await trio.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
         try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            # Cancelling run_process terminates the child (SIGTERM, then SIGKILL).
+            nursery.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize("mode", ["sse", "json"])

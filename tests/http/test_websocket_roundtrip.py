@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import trio
 import trio_websocket
-from http_support import make_server
+from http_support import make_server, wait_until
 
 from mcpactor import connect_websocket
 from mcpactor.transports.websocket import serve_websocket
@@ -30,9 +30,7 @@ async def test_websocket_round_trip() -> None:
                 assert result.content[0].text == "counted to 3"
                 assert seen == [1, 2, 3]
                 assert len(server.sessions) == 1
-            with trio.fail_after(3):
-                while server.sessions:
-                    await trio.sleep(0.01)
+            await wait_until(lambda: not server.sessions)
             # Without the subprotocol, or from a foreign Origin, the handshake is refused.
             with pytest.raises(trio_websocket.HandshakeError):
                 async with trio_websocket.open_websocket_url(url):

@@ -87,6 +87,9 @@ class Recorder:
         self.sampling_gate: trio.Event | None = None
         self.sampling_started = trio.Event()
         self.sampling_cancelled = trio.Event()
+        #: Declared (roots capability) only when not None.
+        self.roots: list[types.Root] | None = None
+        self.roots_asked = 0
 
     async def sampling_callback(
         self, context: Any, params: types.CreateMessageRequestParams
@@ -113,6 +116,10 @@ class Recorder:
             return types.ElicitResult(action="decline")
         return types.ElicitResult(action="accept", content=answer)
 
+    async def list_roots_callback(self, context: Any) -> types.ListRootsResult:
+        self.roots_asked += 1
+        return types.ListRootsResult(roots=self.roots)
+
     async def logging_callback(self, params: types.LoggingMessageNotificationParams) -> None:
         self.logs.append(params)
 
@@ -120,19 +127,32 @@ class Recorder:
         self.notifications.append(message)
 
     def callbacks(self) -> dict[str, Any]:
-        return {
+        callbacks = {
             "sampling_callback": self.sampling_callback,
             "elicitation_callback": self.elicitation_callback,
             "logging_callback": self.logging_callback,
             "message_handler": self.message_handler,
         }
+        if self.roots is not None:
+            callbacks["list_roots_callback"] = self.list_roots_callback
+        return callbacks
 
 
-def _server_params() -> StdioServerParameters:
+#: A second mcpactor server: small pages, roots, sampling options, a named logger.
+PAGED_SERVER = [
+    sys.executable,
+    "-m",
+    "mcpactor.cli",
+    "run",
+    "tests/interop/paged_mcpactor_server.py:server",
+]
+
+
+def _server_params(command: list[str] = OUR_EVERYTHING) -> StdioServerParameters:
     env = subprocess_env()
     return StdioServerParameters(
-        command=OUR_EVERYTHING[0],
-        args=OUR_EVERYTHING[1:],
+        command=command[0],
+        args=command[1:],
         cwd=str(ROOT),
         env={"PYTHONPATH": env["PYTHONPATH"], "PYTHONUNBUFFERED": "1"},
     )
@@ -177,13 +197,15 @@ class WireTap:
 
 @asynccontextmanager
 async def raw_session(
-    recorder: Recorder | None = None, tap: list[WireTap] | None = None
+    recorder: Recorder | None = None,
+    tap: list[WireTap] | None = None,
+    command: list[str] = OUR_EVERYTHING,
 ) -> AsyncIterator[ClientSession]:
     """A ClientSession over a fresh server subprocess, NOT yet initialized. With ``tap``
     (a list), the WireTap wrapped around the read stream is appended to it."""
     callbacks = recorder.callbacks() if recorder is not None else {}
     failure: BaseException | None = None
-    async with stdio_client(_server_params(), errlog=sys.stderr) as (read, write):
+    async with stdio_client(_server_params(command), errlog=sys.stderr) as (read, write):
         if tap is not None:
             read = WireTap(read)
             tap.append(read)
@@ -200,10 +222,12 @@ async def raw_session(
 
 @asynccontextmanager
 async def sdk_session(
-    recorder: Recorder | None = None, tap: list[WireTap] | None = None
+    recorder: Recorder | None = None,
+    tap: list[WireTap] | None = None,
+    command: list[str] = OUR_EVERYTHING,
 ) -> AsyncIterator[ClientSession]:
     """An initialized ClientSession over a fresh server subprocess."""
-    async with raw_session(recorder, tap) as session:
+    async with raw_session(recorder, tap, command) as session:
         await session.initialize()
         yield session
 
@@ -888,3 +912,91 @@ async def test_notifications_precede_the_response_on_the_wire() -> None:
                             f"{counts}; wire order: {order}"
                         )
     assert not problems, "\n".join(problems)
+
+
+# ------------------------------------------------------------------------- second server
+
+
+async def test_pagination_with_cursors() -> None:
+    """The SDK client follows our cursors (page size 2) through tools, resources, prompts."""
+    with trio.fail_after(TEST_TIMEOUT):
+        async with sdk_session(command=PAGED_SERVER) as session:
+
+            async def collect(list_page: Any, field: str) -> tuple[list[str], int]:
+                names: list[str] = []
+                pages = 0
+                cursor = None
+                while True:
+                    params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                    page = await list_page(params=params)
+                    items = getattr(page, field)
+                    assert 0 < len(items) <= 2, f"page {pages} of {field}: {len(items)} items"
+                    names.extend(str(i.uri) if field == "resources" else i.name for i in items)
+                    pages += 1
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        return names, pages
+
+            tools, pages = await collect(session.list_tools, "tools")
+            assert pages == 5
+            assert tools[:5] == [f"tool_{n}" for n in range(5)]
+            assert len(tools) == len(set(tools)) == 10
+            resources, pages = await collect(session.list_resources, "resources")
+            assert (resources, pages) == ([f"paged://resource/{n}" for n in range(5)], 3)
+            prompts, pages = await collect(session.list_prompts, "prompts")
+            assert (prompts, pages) == (["prompt_0", "prompt_1", "prompt_2"], 2)
+
+            # A cursor we never issued is a JSON-RPC invalid-params error.
+            with pytest.raises(MCPError) as info:
+                await session.list_tools(params=types.PaginatedRequestParams(cursor="bogus!"))
+            assert info.value.error.code == types.INVALID_PARAMS
+
+
+async def test_roots_sampling_options_and_named_logger() -> None:
+    recorder = Recorder()
+    recorder.roots = [
+        types.Root(uri="file:///work/project", name="project"),
+        types.Root(uri="file:///tmp"),
+    ]
+    with trio.fail_after(TEST_TIMEOUT), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # roots/logging are deprecated for 2026-07-28 only
+        async with sdk_session(recorder, command=PAGED_SERVER) as session:
+            # roots/list from a tool, answered by the SDK's list_roots_callback
+            roots = await session.call_tool("roots", {})
+            assert roots.structured_content == {"result": ["file:///work/project", "file:///tmp"]}
+            assert recorder.roots_asked == 1
+
+            # notifications/roots/list_changed reaches the server's hook
+            await session.send_roots_list_changed()
+            with trio.fail_after(5):
+                while True:
+                    count = await session.call_tool("roots_changed_count", {})
+                    if count.structured_content == {"result": 1}:
+                        break
+                    await trio.sleep(0.02)
+
+            # every sampling option crosses over intact
+            sampled = await session.call_tool("sample_with_options", {})
+            assert sampled.structured_content == {
+                "model": "test-model",
+                "stopReason": "endTurn",
+                "text": SAMPLED_TEXT,
+            }
+            (params,) = recorder.sampling
+            assert params.max_tokens == 7
+            assert params.system_prompt == "Be brief."
+            assert params.temperature == 0.25
+            assert params.stop_sequences == ["STOP"]
+            assert params.include_context == "thisServer"
+            assert params.metadata == {"trace": "abc"}
+            assert params.model_preferences is not None
+            assert params.model_preferences.speed_priority == 0.9
+            assert [h.name for h in params.model_preferences.hints or []] == ["small"]
+
+            # a log message with a logger name and structured data
+            await session.set_logging_level("warning")
+            assert _texts(await session.call_tool("log_with_logger", {})) == ["logged"]
+            await wait_until(lambda: bool(recorder.logs), "the warning log message")
+            (log,) = recorder.logs
+            assert (log.level, log.logger) == ("warning", "interop.logger")
+            assert log.data == {"code": 7, "detail": "structured"}

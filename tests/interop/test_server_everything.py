@@ -580,3 +580,32 @@ async def test_session_resource_and_list_changed(server_everything: list[str]) -
             assert isinstance(item, t.EmbeddedResource)
             assert isinstance(item.resource, t.BlobResourceContents)
             assert gzip.decompress(base64.b64decode(item.resource.blob)).decode() == payload
+
+
+async def test_progress_resets_the_timeout_up_to_the_maximum(server_everything: list[str]) -> None:
+    """Timeout(seconds, reset_on_progress=True): each progress notification from the
+    server pushes the deadline back, never past ``maximum``."""
+    with trio.fail_after(TEST_TIMEOUT):
+        async with everything(server_everything) as client:
+            # 1.2 s in all, but a progress every 0.2 s: a 1 s rolling timeout never fires.
+            seen: list[float] = []
+            result = await client.call_tool(
+                "trigger-long-running-operation",
+                {"duration": 1.2, "steps": 6},
+                timeout=mcpactor.Timeout(seconds=1.0, reset_on_progress=True),
+                on_progress=lambda value, total, message: seen.append(value),
+            )
+            assert _texts(result) == [
+                "Long running operation completed. Duration: 1.2 seconds, Steps: 6."
+            ]
+            assert seen == [1, 2, 3, 4, 5, 6]
+
+            # Progress keeps coming, but the hard maximum ends the wait.
+            with pytest.raises(RequestTimeout):
+                await client.call_tool(
+                    "trigger-long-running-operation",
+                    {"duration": 4, "steps": 20},
+                    timeout=mcpactor.Timeout(seconds=1.0, reset_on_progress=True, maximum=1.5),
+                    on_progress=lambda value, total, message: None,
+                )
+            assert _texts(await client.call_tool("echo", {"message": "ok"})) == ["Echo: ok"]

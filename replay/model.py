@@ -1,0 +1,69 @@
+"""The replayer's data: options, results, and the error for a replay that cannot start."""
+
+from __future__ import annotations
+
+import attrs
+
+from replay.matcher import BreakHook, Divergence, StepHook
+
+
+class ReplayError(Exception):
+    """The replay cannot start (bad entry point, unsupported trace): one-line message."""
+
+
+@attrs.frozen
+class ReplayOptions:
+    """How to replay.
+
+    ``server`` overrides the header's entry point; ``until`` stops after event
+    ``until``; ``break_at`` calls ``on_break`` just before event ``break_at``; ``on_step``
+    sees every reproduced event; ``grace`` is how many virtual seconds past its recorded
+    time an event may be late before the replay counts as stalled; ``schedules`` bounds
+    the schedule search (see :func:`replay.engine.replay`).
+    """
+
+    server: str | None = None
+    until: int | None = None
+    break_at: int | None = None
+    on_step: StepHook | None = None
+    on_break: BreakHook | None = None
+    grace: float = 60.0
+    schedules: int = 64
+
+
+@attrs.frozen
+class Schedule:
+    """One way of running a replay: exact (actors interleave as recorded) or per actor
+    (only each actor's own order is checked), with scheduler coin flips dictated."""
+
+    exact: bool = True
+    forced: tuple[bool, ...] = ()
+
+
+@attrs.frozen
+class ReplayResult:
+    """The verdict: ``faithful`` unless ``divergence``; ``output`` is the replayed
+    session's own trace, byte-identical from one replay of a trace to the next."""
+
+    divergence: Divergence | None
+    reproduced: int
+    total: int
+    virtual_seconds: float
+    output: tuple[bytes, ...]
+    schedule: Schedule = Schedule()
+    #: How many runs the schedule search made.
+    attempts: int = 1
+
+    @property
+    def faithful(self) -> bool:
+        """Whether every compared event matched."""
+        return self.divergence is None
+
+    @property
+    def mode(self) -> str:
+        """``exact`` when the actors also interleaved as recorded, else ``per-actor``."""
+        return "exact" if self.schedule.exact else "per-actor"
+
+    def output_bytes(self) -> bytes:
+        """The replayed trace as JSONL bytes."""
+        return b"".join(line + b"\n" for line in self.output)

@@ -1,0 +1,138 @@
+"""One replay run: a fresh server, a virtual clock, a given schedule."""
+
+from __future__ import annotations
+
+import importlib
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from mcpactor.entrypoint import EntryPointError, load_entry_point
+from mcpactor.tracing.recorder import MemoryRecorder, TraceHeader
+from replay.determinism import (
+    ScriptedCoins,
+    apply_seeds,
+    install_coins,
+    new_clock,
+    order_timer_ties,
+)
+from replay.matcher import Matcher
+from replay.model import ReplayError, ReplayOptions, ReplayResult, Schedule
+from replay.trace import Trace
+from replay.transport import ReplayTransport
+
+
+@attrs.frozen
+class Run:
+    """A run's result, with the scheduler decisions it made (for the search)."""
+
+    result: ReplayResult
+    decisions: tuple[bool, ...]
+    diverged_at_coin: int | None
+
+
+def resolve_entry_point(spec: str, trace_path: Path | None) -> str:
+    """A path entry point relative to the trace file when it is not found from here."""
+    target, sep, attr = spec.partition(":")
+    if (target.endswith(".py") or "/" in target) and not Path(target).is_file():
+        if trace_path is not None:
+            candidate = trace_path.resolve().parent / target
+            if candidate.is_file():
+                return f"{candidate}{sep}{attr}"
+    return spec
+
+
+def load_server(spec: str, trace_path: Path | None = None) -> Any:
+    """Load a fresh instance of the server at ``spec`` (module state starts anew)."""
+    from mcpactor.server.app import Server
+
+    spec = resolve_entry_point(spec, trace_path)
+    target = spec.partition(":")[0]
+    if not (target.endswith(".py") or "/" in target) and target in sys.modules:
+        # Replays must not inherit state a previous run left in the module.
+        try:
+            importlib.reload(sys.modules[target])
+        except Exception as exc:
+            raise ReplayError(f"reloading {target} failed: {type(exc).__name__}: {exc}") from None
+    try:
+        obj = load_entry_point(spec)
+    except EntryPointError as exc:
+        raise ReplayError(f"cannot load the entry point: {exc}") from None
+    if not isinstance(obj, Server):
+        raise ReplayError(f"{spec} is a {type(obj).__name__}, not an mcpactor Server")
+    return obj
+
+
+def run_once(trace: Trace, spec: str, options: ReplayOptions, schedule: Schedule) -> Run:
+    """Replay ``trace`` once against a freshly loaded server."""
+    server = load_server(spec, trace.path)
+    seeds = dict(trace.header.get("seeds") or {})
+    base = seeds.get("scheduler")
+    coins = ScriptedCoins(base if isinstance(base, int) else 0, schedule.forced)
+    saved_random = random.getstate()
+    previous = install_coins(coins)
+    apply_seeds({"random": seeds.get("random")})
+    box: dict[str, Any] = {}
+    try:
+        trio.run(_main, server, trace, options, schedule, coins, box, clock=new_clock())
+    finally:
+        install_coins(previous)
+        random.setstate(saved_random)
+    matcher: Matcher = box["matcher"]
+    result = ReplayResult(
+        divergence=matcher.divergence,
+        reproduced=matcher.reproduced,
+        total=matcher.end_index,
+        virtual_seconds=box["elapsed"],
+        output=tuple(matcher.recorder.lines),
+        schedule=schedule,
+    )
+    return Run(result, tuple(coins.decisions), matcher.diverged_at_coin)
+
+
+async def _main(
+    server: Any,
+    trace: Trace,
+    options: ReplayOptions,
+    schedule: Schedule,
+    coins: ScriptedCoins,
+    box: dict[str, Any],
+) -> None:
+    order_timer_ties()
+    header = trace.header
+    clock = header.get("clock") or {}
+    recorder = MemoryRecorder(
+        TraceHeader(
+            role="server",
+            transport=str(header.get("transport")),
+            entry_point=header.get("entry_point"),
+            protocol_version=header.get("protocol_version"),
+            session=trace.session,
+            seeds=dict(header.get("seeds") or {}),
+            redacted_keys=list(header.get("redacted_keys") or []),
+        ),
+        wall_origin=clock.get("wall_origin"),
+    )
+    matcher = Matcher(
+        trace,
+        recorder,
+        until=options.until,
+        on_step=options.on_step,
+        on_break=options.on_break,
+        break_at=options.break_at,
+        strict=schedule.exact,
+        coin_count=lambda: len(coins.decisions),
+    )
+    box["matcher"] = matcher
+    transport = ReplayTransport(matcher, str(header.get("transport")), grace=options.grace)
+    session = server.new_session(transport, tracer=matcher, session_id=trace.session)
+    with trio.CancelScope() as scope:
+        matcher.scope = scope
+        await session.run()
+    matcher.check_complete()
+    recorder.close()
+    box["elapsed"] = trio.current_time()
