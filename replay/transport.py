@@ -43,14 +43,21 @@ class ReplayTransport(Transport):
                 m.stop()
             await trio.sleep_forever()
         ev = self._inputs[self._next]
+        waited = False
         while True:
-            if not await m.wait_reproduced(ev.index, self.grace):
-                await trio.sleep_forever()  # stopped: the session is being cancelled
+            if m.low < ev.index:
+                waited = True
+                if not await m.wait_reproduced(ev.index, self.grace):
+                    await trio.sleep_forever()  # stopped: the session is being cancelled
             at = ev.t - EARLY
             if trio.current_time() >= at:
                 break
+            waited = True
             await trio.sleep_until(at)
-        await trio.lowlevel.checkpoint()
+        if not waited:
+            # A memory channel's receive yields once whether or not a message is ready;
+            # doing the same keeps the replay's task interleavings those of a live run.
+            await trio.lowlevel.checkpoint()
         if m.finished:
             await trio.sleep_forever()
         self._next += 1

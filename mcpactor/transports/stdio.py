@@ -26,12 +26,21 @@ class StdioServerTransport(StreamTransport):
     name = "stdio"
 
     def __init__(
-        self, *, stdin_fd: int = 0, stdout_fd: int = 1, max_message_size: int = DEFAULT_MAX_MESSAGE
+        self,
+        *,
+        stdin_fd: int = 0,
+        stdout_fd: int = 1,
+        max_message_size: int = DEFAULT_MAX_MESSAGE,
+        protect_stdout: bool = True,
     ) -> None:
-        # Duplicate the descriptors so closing the transport leaves fds 0/1 in place
-        # for whatever else the process prints (it must not print to stdout, though).
+        out_fd = os.dup(stdout_fd)
+        if protect_stdout and stdout_fd == 1:
+            # A stray print() (or a C library writing to fd 1) would corrupt the message
+            # stream: keep a private copy of stdout for messages and point fd 1 at stderr.
+            sys.stdout.flush()
+            os.dup2(2, 1)
         super().__init__(
-            trio.lowlevel.FdStream(os.dup(stdout_fd)),
+            trio.lowlevel.FdStream(out_fd),
             trio.lowlevel.FdStream(os.dup(stdin_fd)),
             max_message_size=max_message_size,
         )

@@ -24,3 +24,10 @@ async def count(n: int, ctx: Context) -> str:
 
 if __name__ == "__main__":
     server.run()
+
+
+@server.tool()
+async def noisy() -> str:
+    """Print to stdout, which must not reach the protocol stream."""
+    print("this line would corrupt a naive stdio server")
+    return "still fine"

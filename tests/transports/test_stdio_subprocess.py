@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from mcpactor import McpError, connect_stdio
+from mcpactor.tracing import MemoryRecorder
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "tests" / "transports" / "stdio_server.py"
@@ -20,8 +21,9 @@ RUN = [sys.executable, "-m", "mcpactor.cli", "run", f"{DEMO}:server"]
 
 async def test_client_and_server_over_a_real_pipe(tmp_path: Path) -> None:
     trace = tmp_path / "server.jsonl"
+    client_trace = MemoryRecorder()
     with trio.fail_after(30):
-        async with connect_stdio([*RUN, "--trace", str(trace)]) as client:
+        async with connect_stdio([*RUN, "--trace", str(trace)], tracer=client_trace) as client:
             assert client.server_info["name"] == "stdio-test"
             assert client.protocol_version == "2025-11-25"
             res = await client.call_tool("add", {"a": 2, "b": 40})
@@ -33,9 +35,16 @@ async def test_client_and_server_over_a_real_pipe(tmp_path: Path) -> None:
             with pytest.raises(McpError) as info:
                 await client.call_tool("nope", {})
             assert info.value.code == -32602
+            # print() in a handler goes to stderr, not into the message stream
+            res = await client.call_tool("noisy", {})
+            assert res.content[0].text == "still fine"  # type: ignore[union-attr]
+            await client.ping()
             proc = client.session.transport.process  # type: ignore[attr-defined]
     # Closing stdin is enough for a well-behaved server: it exits by itself, status 0.
     assert proc.returncode == 0
+    # Every line the client read was a protocol message (the print() went to stderr).
+    inbound = [e for e in client_trace.events() if e["kind"] == "message_in"]
+    assert inbound and all("msg" in e for e in inbound)
     lines = trace.read_bytes().splitlines()
     header = orjson.loads(lines[0])
     assert header["type"] == "header" and header["role"] == "server"
