@@ -109,7 +109,7 @@ async def test_embedded_resource() -> EmbeddedResource:
     )
 
 
-@server.tool()
+@server.tool(structured_output=False)  # a list of contents, not structured data
 async def test_multiple_content_types() -> list[Any]:
     """Tests response with multiple content types (text, image, resource)."""
     return [

@@ -192,13 +192,21 @@ class Matcher:
     async def wait_reproduced(self, index: int, grace: float) -> bool:
         """Wait until every recorded event before ``index`` has been reproduced.
 
-        False if the replay stopped, or stalled: the next expected event did not happen
-        within ``grace`` virtual seconds of its recorded time (a divergence).
+        While other tasks are runnable this yields once per scheduler batch, so the
+        waiting task stays in step with them — it can run right after the event it
+        waits for, in the same batch, as a task woken by a ready message would have
+        live. When everything else is blocked it sleeps (letting the virtual clock
+        jump) until an event arrives. False if the replay stopped, or stalled: the
+        next expected event did not happen within ``grace`` virtual seconds of its
+        recorded time (a divergence).
         """
         origin = 0.0  # the replay's virtual clock starts at 0, like the recorded times
         while self.low < index:
             if self.finished:
                 return False
+            if trio.lowlevel.current_statistics().tasks_runnable > 0:
+                await trio.lowlevel.checkpoint()
+                continue
             nxt = self.events[self.low]
             deadline = max(trio.current_time(), origin + nxt.t) + grace
             with trio.move_on_at(deadline) as timer:

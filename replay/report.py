@@ -44,11 +44,12 @@ def print_verdict(result: ReplayResult, wall_seconds: float, out: TextIO) -> Non
     """One summary line (after the divergence, if any)."""
     if result.divergence is not None:
         print_divergence(result.divergence, out)
-        print(f"replay: DIVERGED after reproducing {result.reproduced} of {result.total} events",
-              file=out)
+        print(f"replay: DIVERGED after reproducing {result.reproduced} of {result.total} events "
+              f"({result.attempts} schedule(s) tried)", file=out)
         return
     print(
-        f"replay: faithful: {result.reproduced}/{result.total} events reproduced "
-        f"({result.virtual_seconds:.3f} s of virtual time in {wall_seconds:.3f} s)",
+        f"replay: faithful ({result.mode}): {result.reproduced}/{result.total} events "
+        f"reproduced ({result.virtual_seconds:.3f} s of virtual time in {wall_seconds:.3f} s, "
+        f"{result.attempts} schedule(s) tried)",
         file=out,
     )

@@ -262,13 +262,13 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-async def _session(scenario: Scenario, path: Path, seed: int, name: str) -> None:
+async def _session(scenario: Scenario, path: Path, seed: int, name: str, entry: str) -> None:
     # A fresh module per recording: module state (the bank) starts as the replay's does.
     server = load_entry_point(f"{HERE / ENTRY_POINT.partition(':')[0]}:server")
     transport, peer = peer_pair()
     recorder = JsonlRecorder(
         path,
-        TraceHeader(role="server", transport="memory", entry_point=ENTRY_POINT,
+        TraceHeader(role="server", transport="memory", entry_point=entry,
                     seeds={"scheduler": seed, "random": seed}),
     )
     async with trio.open_nursery() as nursery:
@@ -281,7 +281,12 @@ async def _session(scenario: Scenario, path: Path, seed: int, name: str) -> None
 
 def run_once(name: str, seed: int, path: Path) -> Events:
     """Record scenario ``name`` with ``seed`` to ``path``; return its events."""
-    trio.run(_session, SCENARIOS[name], path, seed, name,
+    # Relative to the trace file inside traces/ (the corpus moves with the checkout);
+    # absolute for traces written elsewhere (tests).
+    entry = ENTRY_POINT
+    if path.resolve().parent != HERE:
+        entry = f"{HERE / ENTRY_POINT.partition(':')[0]}:server"
+    trio.run(_session, SCENARIOS[name], path, seed, name, entry,
              clock=trio.testing.MockClock(autojump_threshold=0))
     lines = path.read_bytes().splitlines()
     return [orjson.loads(x) for x in lines[1:]]

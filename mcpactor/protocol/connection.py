@@ -315,7 +315,7 @@ class Connection:
         self.state = State.INITIALIZING
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": self.capabilities,
+            "capabilities": versions.capabilities_for(version, self.capabilities),
             "serverInfo": self.info,
         }
         if self.instructions is not None:

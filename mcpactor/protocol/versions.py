@@ -54,3 +54,11 @@ def json_schema_dialect(version: str) -> str | None:
     if at_least(version, V2025_11_25):
         return "https://json-schema.org/draft/2020-12/schema"
     return None
+
+
+def capabilities_for(version: str, capabilities: dict[str, object]) -> dict[str, object]:
+    """Our declared capabilities as a peer on ``version`` understands them: a capability
+    that revision does not define (``completions`` before 2025-03-26) is left out."""
+    if has_completions_capability(version) or "completions" not in capabilities:
+        return capabilities
+    return {k: v for k, v in capabilities.items() if k != "completions"}

@@ -542,6 +542,11 @@ class Session:
             raise RequestTimeout(
                 f"{method} (id {rid!r}) timed out after {timeout.seconds}s", data={"id": rid}
             )
+        if waiter.progress_pending:
+            # Progress that arrived before the answer is reported before we return.
+            waiter.progress_done = trio.Event()
+            with trio.move_on_after(self.limits.drain_timeout):
+                await waiter.progress_done.wait()
         if waiter.error is not None:
             raise waiter.error
         return waiter.result
@@ -576,14 +581,19 @@ class Session:
         if cb is not None:
 
             async def job() -> None:
-                r = cb(ev.progress, ev.total, ev.message)
-                if r is not None:
-                    await r
+                try:
+                    r = cb(ev.progress, ev.total, ev.message)
+                    if r is not None:
+                        await r
+                finally:
+                    waiter.progress_ran()
 
+            waiter.progress_pending += 1
             try:
                 self._note_send.send_nowait(job)
             except trio.WouldBlock:
                 # Progress is advisory: under a flood, drop it rather than stall the reader.
+                waiter.progress_ran()
                 self._emit("reader", "progress_dropped", {"id": ev.request_id})
 
     async def notify(

@@ -47,6 +47,16 @@ class Waiter:
     result: Any = None
     error: McpError | None = None
     scope: trio.CancelScope | None = None
+    #: Progress callbacks queued on the notifier and not yet run; the caller waits for
+    #: them before returning, so every progress seen on the wire was reported first.
+    progress_pending: int = 0
+    progress_done: trio.Event | None = None
+
+    def progress_ran(self) -> None:
+        """One queued progress callback finished (or was abandoned)."""
+        self.progress_pending -= 1
+        if self.progress_pending == 0 and self.progress_done is not None:
+            self.progress_done.set()
 
     @property
     def hard_deadline(self) -> float:

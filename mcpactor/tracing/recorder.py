@@ -19,7 +19,7 @@ import orjson
 import trio
 
 from mcpactor import __version__ as _version
-from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS, Redactor
+from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS, REDACTED, Redactor
 from mcpactor.tracing.seeds import apply_seeds, clock_kind, fresh_seeds
 from mcpactor.tracing.tracer import EncodedMessage
 from mcpactor.tracing.writer import BackgroundWriter
@@ -91,6 +91,8 @@ def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[byte
                         value = redactor.redact_text(data.decode("utf-8", "replace"))
                 else:
                     value = fragment(data)
+            elif value is not None and redactor.is_secret_key(key):
+                value = REDACTED
             elif key == "raw" and isinstance(value, str):
                 value = redactor.redact_text(value)
             elif isinstance(value, dict | list | str):

@@ -6,6 +6,9 @@ configured keys (``authorization``, ``token``, ``password``, ...) wherever they 
 in a message or an event, and ``Bearer`` credentials inside any string. Key matching
 ignores case, ``-`` and ``_`` (``X-Api-Key``, ``api_key`` and ``apiKey`` are one key).
 
+A secret found under such a key is also remembered, and every later occurrence of it
+in any string is redacted too — a handler that echoes a token back does not leak it.
+
 The check on already-encoded messages is a byte search; only a message that might hold
 a secret is decoded, redacted and encoded again.
 """
@@ -16,6 +19,7 @@ import re
 from typing import Any
 
 import attrs
+import orjson
 
 REDACTED = "<redacted>"
 
@@ -41,6 +45,11 @@ _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
 _BEARER_BYTES = re.compile(rb"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]")
 
 
+#: Values shorter than this are redacted where found but not hunted for elsewhere
+#: (a 2-character "secret" would blank out half of every trace).
+_MIN_REMEMBERED = 6
+
+
 def normalize_key(key: str) -> str:
     """The form keys are compared in: lower case, without ``-`` and ``_``."""
     return key.lower().replace("-", "").replace("_", "")
@@ -61,6 +70,8 @@ class Redactor:
     _norm: frozenset[str] = attrs.field(init=False)
     _quick: re.Pattern[bytes] = attrs.field(init=False)
     _raw_pair: re.Pattern[str] = attrs.field(init=False)
+    #: Secret values seen so far (text, and as they appear inside encoded JSON).
+    _learned: dict[str, bytes] = attrs.field(init=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
         pat = _key_regex(self.keys)
@@ -80,7 +91,26 @@ class Redactor:
 
     def might_hold_secret(self, data: bytes) -> bool:
         """A cheap over-approximation: False means ``data`` certainly holds no secret."""
-        return self._quick.search(data) is not None
+        if self._quick.search(data) is not None:
+            return True
+        return any(enc in data for enc in self._learned.values())
+
+    def _learn(self, value: str) -> None:
+        if len(value) >= _MIN_REMEMBERED and value != REDACTED and value not in self._learned:
+            self._learned[value] = orjson.dumps(value)[1:-1]
+
+    def _scrub(self, text: str) -> tuple[str, bool]:
+        changed = False
+        if _BEARER.search(text):
+            for m in _BEARER.finditer(text):
+                self._learn(m.group(0).split(None, 1)[1])
+            text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+            changed = True
+        for secret in self._learned:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+                changed = True
+        return text, changed
 
     def redact(self, value: Any) -> tuple[Any, bool]:
         """``value`` with secrets replaced, and whether anything was replaced."""
@@ -89,6 +119,8 @@ class Redactor:
             out: dict[Any, Any] = {}
             for k, v in value.items():
                 if isinstance(k, str) and self.is_secret_key(k) and v is not None:
+                    if isinstance(v, str):
+                        self._learn(v.split(None, 1)[1] if _BEARER.match(v) else v)
                     out[k] = REDACTED
                     changed = True
                 else:
@@ -100,11 +132,13 @@ class Redactor:
             if any(c for _, c in items):
                 return [v for v, _ in items], True
             return value, False
-        if isinstance(value, str) and _BEARER.search(value):
-            return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", value), True
+        if isinstance(value, str):
+            return self._scrub(value)
         return value, False
 
     def redact_text(self, text: str) -> str:
         """Redact undecodable message text (``raw``) by pattern."""
+        for m in self._raw_pair.finditer(text):
+            self._learn(m.group(2).strip('"'))
         text = self._raw_pair.sub(lambda m: f'{m.group(1)}"{REDACTED}"', text)
-        return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+        return self._scrub(text)[0]

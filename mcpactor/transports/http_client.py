@@ -57,6 +57,7 @@ class _Conn:
         self.stream = stream
         self.h11 = h11.Connection(our_role=h11.CLIENT)
         self.reused = False
+        self.bytes_in = 0  # since the current request was written
 
     async def next_event(self) -> object:
         while True:
@@ -70,6 +71,7 @@ class _Conn:
                 data = await self.stream.receive_some(_READ)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise HttpClientError(f"connection broke: {exc}") from exc
+            self.bytes_in += len(data)
             self.h11.receive_data(bytes(data))
 
     async def send(self, event: h11._events.Event) -> None:
@@ -144,6 +146,47 @@ class HttpResponse:
             await conn.aclose()
 
 
+class PendingResponse:
+    """A request written to a connection, its response not read yet."""
+
+    def __init__(self, pool: HttpPool, origin: Origin, conn: _Conn,
+                 args: tuple[str, str, list[tuple[str, str]], bytes | None]) -> None:
+        self._pool = pool
+        self._origin = origin
+        self._conn = conn
+        self._args = args
+
+    async def response(self) -> HttpResponse:
+        """Wait for the response headers."""
+        conn = self._conn
+        try:
+            while True:
+                ev = await conn.next_event()
+                if isinstance(ev, h11.InformationalResponse):
+                    continue
+                if isinstance(ev, h11.Response):
+                    return HttpResponse(self._pool, self._origin, conn, ev)
+                raise HttpClientError(f"unexpected HTTP event {type(ev).__name__}")
+        except HttpClientError:
+            await conn.aclose()
+            if not conn.reused or conn.bytes_in:
+                raise
+        except BaseException:
+            await conn.aclose()
+            raise
+        # The reused connection was closed by the server before it read our request:
+        # nothing was processed, so sending it again on a new connection is safe.
+        retry = await self._pool._connect(self._origin)
+        method, url, headers, body = self._args
+        pending = PendingResponse(self._pool, self._origin, retry, self._args)
+        try:
+            await self._pool._write(retry, self._origin, method, split_url(url)[1], headers, body)
+        except BaseException:
+            await retry.aclose()
+            raise
+        return await pending.response()
+
+
 class HttpPool:
     """Keep-alive connections per origin; one request per connection at a time."""
 
@@ -186,44 +229,55 @@ class HttpPool:
         headers: list[tuple[str, str]] | None = None,
         body: bytes | None = None,
     ) -> HttpResponse:
-        """Send a request and return once the response headers are in.
+        """Send a request and return once the response headers are in."""
+        pending = await self.send(method, url, headers, body)
+        return await pending.response()
 
-        A reused connection the server closed while idle is retried once on a new one
-        (servers close idle keep-alive connections between requests, so the request was
-        not processed).
+    async def send(
+        self,
+        method: str,
+        url: str,
+        headers: list[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+    ) -> PendingResponse:
+        """Write a whole request; wait for its answer with :meth:`PendingResponse.response`.
+
+        Splitting the two lets a caller keep its requests in order on the wire without
+        waiting for each answer (a JSON answer only comes when the request is done).
         """
         origin, target = split_url(url)
-        for attempt in (0, 1):
-            idle = self._idle.get(origin)
-            conn = idle.pop() if idle else await self._connect(origin)
+        idle = self._idle.get(origin)
+        conn = idle.pop() if idle else await self._connect(origin)
+        args = (method, url, headers or [], body)
+        try:
+            await self._write(conn, origin, method, target, headers or [], body)
+        except HttpClientError:
+            await conn.aclose()
+            if not conn.reused:
+                raise
+            # Servers close idle keep-alive connections between requests: once more, fresh.
+            conn = await self._connect(origin)
             try:
-                return await self._exchange(conn, origin, method, target, headers or [], body)
+                await self._write(conn, origin, method, target, headers or [], body)
             except HttpClientError:
                 await conn.aclose()
-                if not conn.reused or attempt == 1:
-                    raise
-        raise AssertionError("unreachable")
+                raise
+        return PendingResponse(self, origin, conn, args)
 
-    async def _exchange(
+    async def _write(
         self, conn: _Conn, origin: Origin, method: str, target: str,
         headers: list[tuple[str, str]], body: bytes | None,
-    ) -> HttpResponse:
+    ) -> None:
         # A caller-supplied Host wins (tests of DNS-rebinding protection need that).
         has_host = any(k.lower() == "host" for k, _ in headers)
         h: list[tuple[str, str]] = [*([] if has_host else [("host", origin.authority)]), *headers]
         if body is not None:
             h.append(("content-length", str(len(body))))
+        conn.bytes_in = 0
         await conn.send(h11.Request(method=method, target=target, headers=h))
         if body:
             await conn.send(h11.Data(data=body))
         await conn.send(h11.EndOfMessage())
-        while True:
-            ev = await conn.next_event()
-            if isinstance(ev, h11.InformationalResponse):
-                continue
-            if isinstance(ev, h11.Response):
-                return HttpResponse(self, origin, conn, ev)
-            raise HttpClientError(f"unexpected HTTP event {type(ev).__name__}")
 
     async def aclose(self) -> None:
         """Close every idle connection."""

@@ -11,8 +11,9 @@ import secrets
 from collections.abc import Iterable
 
 import attrs
+import orjson
 
-from mcpactor.protocol import versions
+from mcpactor.protocol import jsonrpc, versions
 from mcpactor.protocol.errors import INVALID_REQUEST, PARSE_ERROR
 
 __all__ = [
@@ -23,6 +24,8 @@ __all__ = [
     "check_accept_post",
     "check_content_type",
     "check_protocol_version",
+    "is_error_response",
+    "is_initialize",
     "new_session_id",
     "valid_session_id",
 ]
@@ -130,6 +133,20 @@ def new_session_id() -> str:
 def valid_session_id(value: str) -> bool:
     """The spec limits session ids to visible ASCII (0x21 to 0x7E)."""
     return 0 < len(value) <= 256 and all(0x21 <= ord(c) <= 0x7E for c in value)
+
+
+def is_error_response(answer: bytes) -> bool:
+    """Whether an answer (to initialize) is a JSON-RPC error, or not JSON at all."""
+    try:
+        obj = orjson.loads(answer)
+    except orjson.JSONDecodeError:
+        return True
+    return not isinstance(obj, dict) or "error" in obj
+
+
+def is_initialize(msg: object) -> bool:
+    """Whether a parsed message is an initialize request."""
+    return isinstance(msg, jsonrpc.Request) and msg.method == "initialize"
 
 
 def parse_error(message: str) -> HttpError:

@@ -19,13 +19,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
-import orjson
 import trio
 
 from mcpactor.protocol import jsonrpc, versions
 from mcpactor.protocol.errors import ParseError
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Scope, Send
+from mcpactor.transports.base import TransportClosed
 from mcpactor.transports.http_options import HttpOptions
 from mcpactor.transports.http_rules import (
     Headers,
@@ -35,10 +35,13 @@ from mcpactor.transports.http_rules import (
     check_content_type,
     check_protocol_version,
     invalid_request,
+    is_error_response,
+    is_initialize,
     new_session_id,
     parse_error,
 )
 from mcpactor.transports.http_session import HttpSession
+from mcpactor.transports.http_stateless import stateless_post
 from mcpactor.transports.security import OriginPolicy
 from mcpactor.transports.sse_pump import PumpOptions, pump_stream
 
@@ -50,30 +53,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpactor.http")
 
 __all__ = ["HttpOptions", "McpHttpApp", "serve_app", "serve_http"]
-
-#: Id of the synthetic initialize a stateless POST's session is primed with.
-STATELESS_INIT_ID = "mcpactor-stateless-initialize"
-
-
-def _is_error(answer: bytes) -> bool:
-    try:
-        obj = orjson.loads(answer)
-    except orjson.JSONDecodeError:
-        return True
-    return not isinstance(obj, dict) or "error" in obj
-
-
-def _forget_cancelled(hs: HttpSession, items: list[Any]) -> None:
-    # No response will come for a cancelled request: end its stream, free its slot.
-    for m in items:
-        if isinstance(m, jsonrpc.Notification) and m.method == "notifications/cancelled":
-            rid = (m.params or {}).get("requestId")
-            if isinstance(rid, (str, int)):
-                hs.forget_request(rid)
-
-
-def _is_initialize(msg: object) -> bool:
-    return isinstance(msg, jsonrpc.Request) and msg.method == "initialize"
 
 
 class McpHttpApp:
@@ -167,6 +146,12 @@ class McpHttpApp:
             await self._http(scope, receive, send)
         except (asgi.ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
+        except TransportClosed:
+            # The session ended between the lookup and the delivery of the message.
+            try:
+                await asgi.send_error(send, HttpError(404, "Not Found: the session ended"))
+            except Exception:
+                pass
         except Exception:
             log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
             try:
@@ -267,7 +252,7 @@ class McpHttpApp:
             await asgi.send_error(send, invalid_request("Invalid Request: malformed batch item"))
             return
         is_batch = isinstance(parsed, jsonrpc.Batch)
-        if any(_is_initialize(m) for m in items):
+        if any(is_initialize(m) for m in items):
             if is_batch:
                 await asgi.send_error(
                     send, invalid_request("Invalid Request: initialize must not be batched")
@@ -282,7 +267,7 @@ class McpHttpApp:
                 await asgi.send_error(send, err)
                 return
         if self.options.stateless:
-            await self._stateless_post(headers, body, items, is_batch, receive, send)
+            await stateless_post(self, headers, body, items, is_batch, receive, send)
             return
         found = self._lookup(headers)
         if isinstance(found, HttpError):
@@ -302,7 +287,7 @@ class McpHttpApp:
         while not stream.done:
             await stream.wait_changed()
         answer = b"".join(data for _, data in stream.after(0))
-        if not answer or _is_error(answer) or self.options.stateless:
+        if not answer or is_error_response(answer) or self.options.stateless:
             # A failed initialize leaves no session behind (nor does a stateless one).
             hs.session.close("initialize failed" if not self.options.stateless else "stateless")
             await asgi.send_json(send, answer or asgi.error_body(-32603, "no answer"))
@@ -327,7 +312,7 @@ class McpHttpApp:
         hs.touch()
         if not ids:
             await hs.transport.deliver(body)
-            _forget_cancelled(hs, items)
+            hs.forget_cancelled(items)
             await asgi.send_response(send, 202)
             return
         if any(rid in hs.request_streams for rid in ids) or len(set(ids)) != len(ids):
@@ -340,51 +325,29 @@ class McpHttpApp:
             return
         stream = hs.open_request_stream(ids)
         await hs.transport.deliver(body)
-        _forget_cancelled(hs, items)
-        await self._answer(hs, stream, receive, send, version)
+        hs.forget_cancelled(items)
+        await self.answer(hs, stream, receive, send, version)
 
-    async def _stateless_post(
-        self, headers: Headers, body: bytes, items: list[Any], is_batch: bool,
-        receive: Receive, send: Send,
-    ) -> None:
-        ids = [m.id for m in items if isinstance(m, jsonrpc.Request)]
-        if not ids:
-            await asgi.send_response(send, 202)  # nothing in this POST outlives it
-            return
-        version = (headers.get("mcp-protocol-version") or versions.HTTP_DEFAULT_VERSION).strip()
-        if is_batch and not versions.allows_batches(version):
-            await asgi.send_error(send, invalid_request("Invalid Request: batches not allowed"))
-            return
-        mode = "json" if self.options.json_response else "sse"
-        hs = await self.start_session(mode, drop_ids=frozenset({STATELESS_INIT_ID}))
-        assert hs.session is not None
-        try:
-            init = jsonrpc.encode_request(STATELESS_INIT_ID, "initialize", {
-                "protocolVersion": version,
-                "capabilities": {},
-                "clientInfo": {"name": "stateless-http-client", "version": "0"},
-            })
-            await hs.transport.deliver(init)
-            await hs.transport.deliver(jsonrpc.encode_notification("notifications/initialized", None))
-            stream = hs.open_request_stream(ids)
-            await hs.transport.deliver(body)
-            await self._answer(hs, stream, receive, send, version, resumable=False)
-        finally:
-            hs.session.close("stateless request answered")
-
-    async def _answer(
+    async def answer(
         self, hs: HttpSession, stream: Stream, receive: Receive, send: Send,
         version: str | None, *, resumable: bool = True,
     ) -> None:
+        """Answer a POST's requests: one JSON body (JSON mode) or the stream as SSE."""
         sid_header = [] if self.options.stateless else [(b"mcp-session-id", hs.id.encode())]
         if hs.mode == "json":
             hs.active_requests += 1
             try:
-                while not stream.done:
-                    await stream.wait_changed()
+                with trio.CancelScope() as scope:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(asgi.watch_disconnect, receive, scope)
+                        while not stream.done:
+                            await stream.wait_changed()
+                        nursery.cancel_scope.cancel()
             finally:
                 hs.active_requests -= 1
                 hs.touch()
+            if scope.cancelled_caught:
+                return  # the client left; the request itself goes on (spec: not a cancel)
             parts = [data for _, data in stream.after(0)]
             if not parts:
                 await asgi.send_error(send, HttpError(500, "the session ended before answering",

@@ -9,13 +9,12 @@ batch of them) marks its requests answered, which completes the POST stream.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import trio
 
-from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.protocol.jsonrpc import Notification, RequestId
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 from mcpactor.transports.event_store import EventStore, Stream
 
@@ -144,6 +143,15 @@ class HttpSession:
         if stream is not None:
             stream.answered([rid])
 
+    def forget_cancelled(self, items: list[Any]) -> None:
+        """Apply the ``notifications/cancelled`` among POSTed messages: no response will
+        come for those requests, so end their streams and free their slots."""
+        for m in items:
+            if isinstance(m, Notification) and m.method == "notifications/cancelled":
+                rid = (m.params or {}).get("requestId")
+                if isinstance(rid, (str, int)):
+                    self.forget_request(rid)
+
     def close_request_stream(self, rid: RequestId) -> None:
         """SSE polling: end the HTTP response carrying ``rid``'s stream now; the client
         resumes it with ``Last-Event-ID``."""
@@ -163,17 +171,17 @@ class HttpSessionTransport(Transport):
 
     name = "http"
 
-    def __init__(self, owner: HttpSession, inbound_buffer: float = math.inf) -> None:
+    def __init__(self, owner: HttpSession, inbound_buffer: int = 256) -> None:
         self.owner = owner
-        # Unbounded on purpose: POSTs are already bounded by the in-flight limit, and a
-        # bounded queue would let one slow session stall an HTTP handler indefinitely.
+        # Bounded: a client POSTing faster than its session reads waits in its POST
+        # (backpressure) instead of growing a queue.
         self._in_send, self._in_recv = trio.open_memory_channel[bytes](inbound_buffer)
         self._closed = False
 
     async def deliver(self, data: bytes) -> None:
-        """Queue one inbound message (a POST body)."""
+        """Queue one inbound message (a POST body); waits while the queue is full."""
         try:
-            self._in_send.send_nowait(data)
+            await self._in_send.send(data)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise TransportClosed("the session is closed") from None
 

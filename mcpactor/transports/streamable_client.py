@@ -21,7 +21,12 @@ import trio
 
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
-from mcpactor.transports.http_client import HttpClientError, HttpPool, HttpResponse
+from mcpactor.transports.http_client import (
+    HttpClientError,
+    HttpPool,
+    HttpResponse,
+    PendingResponse,
+)
 from mcpactor.transports.http_session import response_ids
 from mcpactor.transports.sse import SseParser
 
@@ -93,6 +98,11 @@ class StreamableHttpClientTransport(Transport):
         self._reinit_lock = trio.Lock()
         self._legacy: Any = None  # LegacySseClientTransport once we fell back
         self._first_post = True
+
+    @property
+    def uses_legacy(self) -> bool:
+        """Whether the server turned out to be a legacy HTTP+SSE one (we fell back)."""
+        return self._legacy is not None
 
     # -- Transport --------------------------------------------------------------------
 
@@ -187,9 +197,27 @@ class StreamableHttpClientTransport(Transport):
         for rid in ids:
             self._answered[rid] = trio.Event()
         try:
-            resp = await self.pool.request(
+            pending = await self.pool.send(
                 "POST", self.url, [*self._headers(), ("content-type", "application/json")], data
             )
+        except HttpClientError as exc:
+            self._fail(ids, f"HTTP request failed: {exc}")
+            return
+        if ids and method != "initialize":
+            # The request is on the wire, in order; its answer is awaited in the
+            # background, since a JSON answer only comes once the request is done and
+            # the writer must stay free to answer what the server asks meanwhile.
+            self.nursery.start_soon(self._finish_post, pending, data, ids, method)
+        else:
+            # initialize: the session id must be known before the next POST;
+            # notifications and responses: a quick 202.
+            await self._finish_post(pending, data, ids, method)
+
+    async def _finish_post(
+        self, pending: PendingResponse, data: bytes, ids: list[RequestId], method: str | None
+    ) -> None:
+        try:
+            resp = await pending.response()
         except HttpClientError as exc:
             self._fail(ids, f"HTTP request failed: {exc}")
             return
@@ -224,11 +252,7 @@ class StreamableHttpClientTransport(Transport):
                     self._get_started = True
                     await self._open_standalone()
             return
-        if method == "initialize":
-            # Read initialize inline: the session id must be known before the next POST.
-            await self._read_response(resp, ids)
-        else:
-            self.nursery.start_soon(self._read_response, resp, ids)
+        await self._read_response(resp, ids)
 
     async def _post_again(self, data: bytes, ids: list[RequestId]) -> None:
         resp = await self.pool.request(

@@ -47,6 +47,13 @@ def make_server() -> Server:
         return "answered after the stream closed"
 
     @server.tool()
+    async def ask(prompt: str, ctx: Context) -> str:
+        """Sample the client's model (a server-to-client request during a call)."""
+        result = await ctx.sample(prompt, max_tokens=10, timeout=5)
+        content = result.content
+        return f"model said: {getattr(content, 'text', content)}"
+
+    @server.tool()
     async def hang() -> str:
         """Never returns by itself (in-flight limit tests)."""
         await trio.sleep_forever()

@@ -1,7 +1,9 @@
 """A server written with the official Python SDK, served over its own Streamable HTTP
 (uvicorn/starlette) for tests/http/test_http_sdk_interop.py:
 
-    python tests/http/sdk_http_server.py PORT [json]
+    python tests/http/sdk_http_server.py PORT [sse|json|legacy]
+
+``legacy`` serves the 2024-11-05 HTTP+SSE transport (``/sse`` and ``/messages/``).
 """
 
 from __future__ import annotations
@@ -31,5 +33,8 @@ async def steps(n: int, ctx: Context) -> str:
 
 if __name__ == "__main__":
     port = int(sys.argv[1])
-    json_mode = len(sys.argv) > 2 and sys.argv[2] == "json"
-    server.run("streamable-http", host="127.0.0.1", port=port, json_response=json_mode)
+    mode = sys.argv[2] if len(sys.argv) > 2 else "sse"
+    if mode == "legacy":
+        server.run("sse", host="127.0.0.1", port=port)
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=port, json_response=mode == "json")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import trio
 from http_support import (
@@ -14,7 +16,8 @@ from http_support import (
     wait_until,
 )
 
-from mcpactor import connect_http, connect_sse
+from mcpactor import ClientHandlers, connect_http, connect_sse
+from mcpactor.protocol.types import CreateMessageResult, TextContent
 from mcpactor.transports.http_client import HttpPool
 
 TIMEOUT = 10
@@ -67,6 +70,24 @@ async def test_json_response_mode() -> None:
             await raw.aclose()
             async with connect_http(url) as client:
                 assert (await client.call_tool("echo", {"text": "k"})).content[0].text == "k"
+
+
+async def _sample(params: Any, rc: Any) -> CreateMessageResult:
+    return CreateMessageResult(
+        role="assistant", content=TextContent(text="42"), model="test-model"
+    )
+
+
+async def test_server_to_client_request_in_sse_and_json_modes() -> None:
+    # In JSON mode the sampling request travels on the GET stream while the tools/call
+    # POST waits for its JSON answer: the client must not block its writer on that POST.
+    for json_mode in (False, True):
+        with trio.fail_after(TIMEOUT):
+            async with running_app(json_response=json_mode) as (_, url), connect_http(
+                url, handlers=ClientHandlers(sampling=_sample)
+            ) as client:
+                result = await client.call_tool("ask", {"prompt": "answer?"})
+                assert result.content[0].text == "model said: 42", json_mode
 
 
 async def test_stateless_mode() -> None:

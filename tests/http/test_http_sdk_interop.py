@@ -3,7 +3,8 @@
 * The SDK's Streamable HTTP client and its legacy SSE client drive OUR server
   (hypercorn in this process, 127.0.0.1).
 * OUR client drives the SDK's Streamable HTTP server (uvicorn/starlette in a
-  subprocess on 127.0.0.1), in SSE and in JSON response mode.
+  subprocess on 127.0.0.1), in SSE and in JSON response mode, and its legacy HTTP+SSE
+  server through the client's fallback.
 """
 
 from __future__ import annotations
@@ -102,18 +103,20 @@ async def _sdk_server(mode: str) -> AsyncIterator[str]:
                 except OSError:
                     await trio.sleep(0.05)
         try:
-            yield f"http://127.0.0.1:{port}/mcp"
+            yield f"http://127.0.0.1:{port}" + ("/sse" if mode == "legacy" else "/mcp")
         finally:
             # Cancelling run_process terminates the child (SIGTERM, then SIGKILL).
             nursery.cancel_scope.cancel()
 
 
-@pytest.mark.parametrize("mode", ["sse", "json"])
+@pytest.mark.parametrize("mode", ["sse", "json", "legacy"])
 async def test_our_client_drives_the_sdk_server(mode: str) -> None:
     with trio.fail_after(TIMEOUT):
         async with _sdk_server(mode) as url, connect_http(url) as client:
             assert client.server_info["name"] == "sdk-http-server"
             assert client.protocol_version == "2025-11-25"
+            # legacy: the initialize POST to /sse was refused, and the client fell back.
+            assert client.session.transport.uses_legacy == (mode == "legacy")  # type: ignore[attr-defined]
             result = await client.call_tool("greet", {"name": "mcpactor"})
             assert result.content[0].text == "Hello, mcpactor!"
             seen: list[float] = []

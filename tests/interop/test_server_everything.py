@@ -242,10 +242,38 @@ async def test_long_running_operation_reports_progress(server_everything: list[s
             assert _texts(result) == [
                 "Long running operation completed. Duration: 0.5 seconds, Steps: 5."
             ]
+            # (whether callbacks have all run when call_tool returns is checked apart)
+            await wait_until(lambda: len(progress) >= 5, "five progress callbacks")
     values = [p[0] for p in progress]
     assert values == [1, 2, 3, 4, 5]
     assert all(b > a for a, b in itertools.pairwise(values)), values
     assert {p[1] for p in progress} == {5}
+
+
+async def test_progress_callbacks_have_run_when_call_tool_returns(
+    server_everything: list[str],
+) -> None:
+    """server-everything writes every progress notification before the response, so by
+    the time ``call_tool`` returns, ``on_progress`` must have seen all of them (the
+    README's ``on_progress=print`` example relies on it). Repeated, because whether a
+    late callback loses the race against the caller is up to the scheduler."""
+    late: list[str] = []
+    with trio.fail_after(TEST_TIMEOUT):
+        async with everything(server_everything) as client:
+            for attempt in range(20):
+                seen: list[float] = []
+                await client.call_tool(
+                    "trigger-long-running-operation",
+                    {"duration": 0.02, "steps": 2},
+                    on_progress=lambda value, total, message: seen.append(value),  # noqa: B023
+                )
+                if seen != [1, 2]:
+                    late.append(f"attempt {attempt}: {seen}")
+                await wait_until(lambda: len(seen) >= 2, "the late progress callbacks")  # noqa: B023
+    assert not late, (
+        f"call_tool returned before its progress callbacks ran in {len(late)} of 20 "
+        "attempts (progress values seen at return): " + "; ".join(late)
+    )
 
 
 async def test_timeout_and_cancellation_keep_the_session(server_everything: list[str]) -> None:
@@ -598,6 +626,8 @@ async def test_progress_resets_the_timeout_up_to_the_maximum(server_everything: 
             assert _texts(result) == [
                 "Long running operation completed. Duration: 1.2 seconds, Steps: 6."
             ]
+            # (whether callbacks have all run when call_tool returns is checked apart)
+            await wait_until(lambda: len(seen) >= 6, "six progress callbacks")
             assert seen == [1, 2, 3, 4, 5, 6]
 
             # Progress keeps coming, but the hard maximum ends the wait.

@@ -464,3 +464,14 @@ def test_closed_connection_drops_everything() -> None:
     conn.close()
     (ev,) = conn.receive(req(1, "tools/list"))
     assert isinstance(ev, pc.Dropped)
+
+
+def test_completions_capability_not_declared_to_2024_11_05() -> None:
+    caps = {"completions": {}, "tools": {}}
+    for version, expected in [("2024-11-05", {"tools": {}}), ("2025-03-26", caps)]:
+        conn = server(dict(caps))
+        (r,) = replies(conn.receive(req(0, "initialize", {"protocolVersion": version, "capabilities": {}})))
+        assert r["result"]["capabilities"] == expected
+        conn.receive(note("notifications/initialized"))
+        # the method itself existed in 2024-11-05 and stays callable
+        assert isinstance(conn.receive(req(1, "completion/complete", {"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": ""}}))[0], pc.RequestReceived)

@@ -189,7 +189,10 @@ async def test_structured_outputs_have_schemas_and_text_copies() -> None:
 
 async def test_content_errors_and_unknown_tools() -> None:
     async with pair(feature_server()) as c:
+        tools = {x.name: x for x in await c.list_all_tools()}
+        assert tools["picture"].output_schema is None  # list[Any] means content items
         res = await c.call_tool("picture")
+        assert res.structured_content is None
         assert [type(x) for x in res.content] == [t.TextContent, t.ImageContent]
         assert res.content[1].mime_type == "image/png"  # type: ignore[union-attr]
         res = await c.call_tool("refuse")

@@ -7,6 +7,7 @@ Module state (the bank balance) starts afresh each time the module is loaded.
 from __future__ import annotations
 
 import trio
+import trio.lowlevel
 
 from mcpactor import Context, Server
 
@@ -94,7 +95,7 @@ async def crash_mid_stream(steps: int, ctx: Context) -> str:
 async def withdraw(amount: int) -> dict[str, int]:
     """Withdraw from the shared balance: check, then act across an await (the bug)."""
     if BANK["balance"] >= amount:
-        await trio.sleep(0)  # e.g. an audit-log write: other handlers run here
+        await trio.lowlevel.checkpoint()  # e.g. an audit-log write: other handlers run here
         BANK["balance"] -= amount
         return {"withdrawn": amount, "balance": BANK["balance"]}
     return {"withdrawn": 0, "balance": BANK["balance"]}

@@ -160,6 +160,10 @@ def build_signature(
 def _output_schema(ann: Any, unstructured: tuple[type, ...]) -> tuple[dict[str, Any] | None, bool]:
     if ann is MISSING or ann is None or ann is _NoneType or ann is Any:
         return None, False
+    if _untyped_sequence(_strip_annotated(ann)[0]):
+        # list[Any] (or a bare list/tuple) is how a tool says "several content items":
+        # the server decides per call, so no schema could promise structured output.
+        return None, False
     binary = (bytes, bytearray, memoryview, *unstructured)
     # A str (alone or in a union) is text content; list[str] or dict[str, X] is data.
     # Binary and content types anywhere mean the server builds content, not JSON.
@@ -174,6 +178,16 @@ def _output_schema(ann: Any, unstructured: tuple[type, ...]) -> tuple[dict[str, 
         return _with_defs(schema, compiler.defs), False
     wrapped = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
     return _with_defs(wrapped, compiler.defs), True
+
+
+def _untyped_sequence(ann: Any) -> bool:
+    """``list``, ``tuple``, ``list[Any]``, ``tuple[Any, ...]``, ``list[object]``."""
+    if ann in (list, tuple):
+        return True
+    if typing.get_origin(ann) not in (list, tuple):
+        return False
+    args = [a for a in typing.get_args(ann) if a is not Ellipsis]
+    return all(a is Any or a is object for a in args)
 
 
 def _involves_at_top(ann: Any, kinds: tuple[type, ...]) -> bool:

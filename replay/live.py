@@ -1,0 +1,209 @@
+"""Replaying one side of a trace against a live peer.
+
+``replay_against``: the recorded client side is sent to a live server (a command
+spawned over stdio, or a Streamable HTTP URL), each input once the live server has
+sent as many messages as the recording had before it; the server's answers are then
+compared with the recorded ones.
+
+``serve_trace``: the recorded server side is played to a real client over this
+process's stdio — a scripted stand-in server for client tests. Each recorded output
+is sent once the client has sent what the recording had before it, with the recorded
+delay after that input.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any, TextIO
+
+import orjson
+import trio
+
+from mcpactor.transports.base import Transport
+from replay.jsondiff import json_diff
+from replay.render import describe_message
+from replay.trace import Event, Trace
+
+
+def _is_msg(ev: Event, kind: str) -> bool:
+    return ev.kind == kind and ("msg" in ev.data or "raw" in ev.data)
+
+
+def _payload(ev: Event) -> bytes:
+    if "msg" in ev.data:
+        return orjson.dumps(ev.data["msg"])
+    return str(ev.data["raw"]).encode("utf-8")
+
+
+async def _open(target: str, nursery: trio.Nursery) -> Transport:
+    if target.startswith(("http://", "https://")):
+        from mcpactor.transports.streamable_client import StreamableHttpClientTransport
+
+        return StreamableHttpClientTransport(target, nursery, legacy_fallback=False,
+                                             open_get_stream=True)
+    from mcpactor.transports.stdio import StdioClientTransport
+
+    return await StdioClientTransport.spawn(shlex.split(target))
+
+
+async def _drive(trace: Trace, target: str, timeout: float) -> tuple[list[Any], list[str]]:
+    got: list[Any] = []
+    notes: list[str] = []
+    arrived = trio.Condition()
+    async with trio.open_nursery() as nursery:
+        transport = await _open(target, nursery)
+
+        async def reader() -> None:
+            try:
+                while True:
+                    data = await transport.receive()
+                    if isinstance(data, bytes):
+                        got.append(orjson.loads(data))
+                        async with arrived:
+                            arrived.notify_all()
+            except (trio.EndOfChannel, Exception):
+                return
+
+        async def wait_outputs(count: int) -> bool:
+            with trio.move_on_after(timeout):
+                async with arrived:
+                    while len(got) < count:
+                        await arrived.wait()
+                return True
+            return False
+
+        nursery.start_soon(reader)
+        outs_before = 0
+        started = trio.current_time()
+        first_t: float | None = None
+        for ev in trace.events:
+            if _is_msg(ev, "message_out"):
+                outs_before += 1
+                continue
+            if not (ev.is_input and ev.kind in ("message_in", "transport_closed")):
+                continue
+            if not await wait_outputs(outs_before):
+                notes.append(f"event #{ev.seq}: the live server sent {len(got)} message(s) where "
+                             f"the recording had {outs_before} by then; sending anyway")
+            # Keep the recorded pacing between inputs (timers, late cancellations).
+            first_t = ev.t if first_t is None else first_t
+            await trio.sleep_until(started + (ev.t - first_t))
+            if ev.kind == "transport_closed":
+                break
+            await transport.send([(_payload(ev), None)])
+        await wait_outputs(outs_before)
+        await transport.aclose()
+        nursery.cancel_scope.cancel()
+    return got, notes
+
+
+def replay_against(trace: Trace, target: str, *, timeout: float, out: TextIO) -> int:
+    """Send the recorded client side to ``target``; 0 if every answer matches."""
+    expected = [ev for ev in trace.events if _is_msg(ev, "message_out")]
+    got, notes = trio.run(_drive, trace, target, timeout)
+    for note in notes:
+        print(f"note: {note}", file=out)
+    differences = 0
+    for i in range(max(len(expected), len(got))):
+        exp = expected[i].data.get("msg") if i < len(expected) else None
+        act = got[i] if i < len(got) else None
+        if exp == act:
+            continue
+        differences += 1
+        if differences == 1:
+            where = f"recorded event #{expected[i].seq}" if i < len(expected) else "past the end"
+            print(f"DIFFERS at output {i + 1} ({where})", file=out)
+            print(f"  expected: {describe_message(exp) if exp is not None else '(nothing)'}",
+                  file=out)
+            print(f"  actual:   {describe_message(act) if act is not None else '(nothing)'}",
+                  file=out)
+            for line in json_diff(exp, act):
+                print(f"    {line}", file=out)
+    if differences:
+        print(f"against {target}: {differences} of {max(len(expected), len(got))} outputs differ",
+              file=out)
+        return 1
+    print(f"against {target}: all {len(expected)} outputs match", file=out)
+    return 0
+
+
+async def _serve(trace: Trace, timeout: float, err: TextIO) -> int:
+    from mcpactor.transports.stdio import StdioServerTransport
+
+    transport = StdioServerTransport()
+    received: list[Any] = []
+    arrived = trio.Condition()
+    mismatches = 0
+    inputs = [ev for ev in trace.events if _is_msg(ev, "message_in")]
+
+    async def reader() -> None:
+        nonlocal mismatches
+        try:
+            while True:
+                data = await transport.receive()
+                if not isinstance(data, bytes):
+                    continue
+                try:
+                    msg = orjson.loads(data)
+                except orjson.JSONDecodeError:
+                    msg = data.decode("utf-8", "replace")
+                i = len(received)
+                received.append(msg)
+                exp = inputs[i].data.get("msg", inputs[i].data.get("raw")) if i < len(inputs) else None
+                if not _same_call(exp, msg):
+                    mismatches += 1
+                    print(f"replay --serve: input {i + 1} differs from the recording: expected "
+                          f"{describe_message(exp)}, got {describe_message(msg)}", file=err)
+                async with arrived:
+                    arrived.notify_all()
+        except (trio.EndOfChannel, Exception):
+            async with arrived:
+                arrived.notify_all()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(reader)
+        ins_before = 0
+        gate_time = trio.current_time()
+        last_in_t = 0.0
+        for ev in trace.events:
+            if _is_msg(ev, "message_in"):
+                ins_before += 1
+                last_in_t = ev.t
+                continue
+            if not _is_msg(ev, "message_out"):
+                continue
+            with trio.move_on_after(timeout) as waited:
+                async with arrived:
+                    while len(received) < ins_before:
+                        await arrived.wait()
+            if waited.cancelled_caught:
+                print(f"replay --serve: the client did not send input {ins_before} within "
+                      f"{timeout:g} s; stopping", file=err)
+                mismatches += 1
+                break
+            if len(received) == ins_before:
+                gate_time = max(gate_time, trio.current_time())
+            await trio.sleep_until(gate_time + max(0.0, ev.t - last_in_t))
+            await transport.send([(_payload(ev), None)])
+        with trio.move_on_after(timeout):
+            async with arrived:
+                while len(received) < len(inputs):
+                    await arrived.wait()
+        nursery.cancel_scope.cancel()
+    await transport.aclose()
+    return 1 if mismatches else 0
+
+
+def _same_call(expected: Any, actual: Any) -> bool:
+    """Inputs match when they are the same request/notification/response by method and
+    id (a real client's own details, such as its clientInfo, may differ)."""
+    if not isinstance(expected, dict) or not isinstance(actual, dict):
+        return bool(expected == actual)
+    return bool(expected.get("method") == actual.get("method")
+                and expected.get("id") == actual.get("id"))
+
+
+def serve_trace(trace: Trace, *, timeout: float) -> int:
+    """Play the recorded server over stdio; 0 if the client sent what was recorded."""
+    return trio.run(_serve, trace, timeout, sys.stderr)

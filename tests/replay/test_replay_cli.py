@@ -1,0 +1,127 @@
+"""`mcpactor replay` and `mcpactor trace` from the command line: verdicts and exit codes."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from replay_support import RACE_SERVER, TRACES, run_cli
+
+from replay.trace import TraceError, load_trace
+
+GOOD = TRACES / "late_cancel.jsonl"
+
+
+def _variant(tmp_path: Path, old: str, new: str) -> str:
+    src = (TRACES / "servers" / "race_server.py").read_text()
+    assert old in src
+    path = tmp_path / "variant_server.py"
+    path.write_text(src.replace(old, new))
+    return f"{path}:server"
+
+
+def test_faithful_replay_exits_0_with_a_verdict() -> None:
+    code, out, err = run_cli("replay", str(GOOD))
+    assert code == 0, err
+    assert "faithful (exact): 20/20 events" in out
+
+
+def test_changed_handler_code_diverges_with_exit_1_and_a_json_diff(tmp_path: Path) -> None:
+    server = _variant(tmp_path, 'return "quick"', 'return "quick!"')
+    code, out, _ = run_cli("replay", str(GOOD), "--server", server)
+    assert code == 1
+    assert "DIVERGED at event #" in out
+    assert "expected: " in out and "actual:   " in out
+    assert '$.msg.result.content[0].text: expected "quick", got "quick!"' in out
+    assert "recorded context (reproduced):" in out and "tools/call quick #1" in out
+
+
+def test_a_handler_that_never_answers_is_reported_not_hung(tmp_path: Path) -> None:
+    server = _variant(tmp_path, 'return "quick"', 'await trio.sleep_forever()')
+    code, out, _ = run_cli("replay", str(GOOD), "--server", server)
+    assert code == 1
+    assert "DIVERGED" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty file"),
+        (b"not json\n", "not a JSON header"),
+        (b'{"type":"header","format":"other"}\n', "is not 'mcpactor-trace'"),
+        (b'{"type":"header","format":"mcpactor-trace","format_version":7}\n',
+         "unknown trace format version 7"),
+    ],
+)
+def test_unusable_traces_exit_2_with_one_line(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(content)
+    code, out, err = run_cli("replay", str(path))
+    assert code == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_truncated_traces_exit_2(tmp_path: Path) -> None:
+    data = GOOD.read_bytes()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(data[: len(data) // 2])
+    code, _, err = run_cli("replay", str(cut))
+    assert code == 2 and "truncated" in err
+    lines = data.splitlines(keepends=True)
+    short = tmp_path / "short.jsonl"
+    short.write_bytes(b"".join(lines[:-3]))  # whole lines, but no session_closed
+    code, _, err = run_cli("replay", str(short))
+    assert code == 2 and "session_closed" in err
+    with pytest.raises(TraceError):
+        load_trace(tmp_path / "missing.jsonl")
+
+
+def test_an_entry_point_that_cannot_be_imported_exits_2(tmp_path: Path) -> None:
+    code, _, err = run_cli("replay", str(GOOD), "--server", "no_such_module_xyz:server")
+    assert code == 2 and "cannot import module 'no_such_module_xyz'" in err
+    moved = tmp_path / "elsewhere.jsonl"
+    shutil.copy(GOOD, moved)  # its relative entry point no longer resolves
+    code, _, err = run_cli("replay", str(moved))
+    assert code == 2 and "no such file: servers/race_server.py" in err
+    assert "Traceback" not in err
+
+
+def test_step_until_and_output(tmp_path: Path) -> None:
+    out_path = tmp_path / "replayed.jsonl"
+    code, out, _ = run_cli("replay", str(GOOD), "--step", "--until", "8", "-o", str(out_path))
+    assert code == 0
+    steps = [line for line in out.splitlines() if line.startswith("  ok #")]
+    assert [s.split()[1] for s in steps] == [f"#{i}" for i in range(1, 9)]
+    assert "faithful (exact): 8/8 events" in out
+    assert len(out_path.read_bytes().splitlines()) >= 9
+
+
+def test_break_at_stops_just_before_the_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+
+    def hook(*args: object, **kwargs: object) -> None:
+        seen.append("break")
+
+    monkeypatch.setattr(sys, "breakpointhook", hook)
+    code, out, err = run_cli("replay", str(GOOD), "--break-at", "16", "--step")
+    assert code == 0 and seen == ["break"]
+    assert "stopped before #16" in err
+    steps = [line.split()[1] for line in out.splitlines() if line.startswith("  ok #")]
+    assert "#16" in steps and "#15" in steps
+
+
+def test_client_side_traces_are_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "client.jsonl"
+    path.write_bytes(GOOD.read_bytes().replace(b'"role":"server"', b'"role":"client"', 1))
+    code, _, err = run_cli("replay", str(path))
+    assert code == 2 and "client-side trace" in err
+
+
+def test_the_server_option_overrides_the_header(tmp_path: Path) -> None:
+    moved = tmp_path / "elsewhere.jsonl"
+    shutil.copy(GOOD, moved)
+    code, out, _ = run_cli("replay", str(moved), "--server", RACE_SERVER)
+    assert code == 0 and "faithful" in out

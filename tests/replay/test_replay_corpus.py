@@ -1,0 +1,145 @@
+"""The race corpus in traces/: every trace replays exactly and shows its race's outcome.
+
+If a deliberate change to the runtime alters one of these outcomes, re-record the
+corpus with `python traces/record.py` and review the new traces.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from replay_support import TRACES, answers, events_of, kinds
+
+from replay.engine import replay
+from replay.trace import load_trace
+
+Events = list[dict[str, Any]]
+
+
+def _late_cancel(ev: Events) -> None:
+    out = next(i for i, e in enumerate(ev) if e["kind"] == "message_out"
+               and e["msg"].get("id") == 1 and "result" in e["msg"])
+    cancel_in = next(i for i, e in enumerate(ev) if e["kind"] == "message_in"
+                     and e["msg"].get("method") == "notifications/cancelled")
+    assert out < cancel_in
+    assert "finished request" in kinds(ev, "message_dropped")[0]["reason"]
+    assert not kinds(ev, "cancel_applied")
+
+
+def _cancel_before_start(ev: Events) -> None:
+    [applied] = kinds(ev, "cancel_applied")
+    assert applied["stage"] == "before_start" and applied["by"] == "peer"
+    assert applied["why"] == "never mind"
+    assert not kinds(ev, "handler_started") and answers(ev, 1) == []
+
+
+def _cancel_during_sampling(ev: Events) -> None:
+    [applied] = kinds(ev, "cancel_applied")
+    assert applied["stage"] == "running" and applied["why"] == "user pressed stop"
+    local = [e for e in kinds(ev, "cancel_requested") if e["by"] == "local"]
+    assert len(local) == 1
+    assert any("cancelled request" in e["reason"] for e in kinds(ev, "message_dropped"))
+    assert answers(ev, 1) == []
+
+
+def _progress_race(ev: Events) -> None:
+    out = [e["msg"] for e in kinds(ev, "message_out")]
+    progress = [i for i, m in enumerate(out) if m.get("method") == "notifications/progress"]
+    final = next(i for i, m in enumerate(out) if m.get("id") == 1 and "result" in m)
+    assert len(progress) == 3 and max(progress) < final
+
+
+def _timeout_same_instant(ev: Events) -> None:
+    [fired] = kinds(ev, "timer_fired")
+    answer = next(e for e in ev if e["kind"] == "message_in" and "result" in e["msg"])
+    assert answer["t"] == fired["t"] == 1.0
+    text = answers(ev, 1)[0]["result"]["content"][0]["text"]
+    # The timer fired first: the tool saw a timeout and the late answer was dropped.
+    assert fired["seq"] < answer["seq"] and text == "timed out"
+
+
+def _client_disconnect(ev: Events) -> None:
+    assert kinds(ev, "transport_closed")
+    [applied] = kinds(ev, "cancel_applied")
+    assert applied["by"] == "supervisor" and applied["why"] == "end of input"
+    assert answers(ev, 1) == []
+
+
+def _duplicate_id(ev: Events) -> None:
+    first, second = answers(ev, 7)
+    assert first["error"]["code"] == -32600 and "already in use" in first["error"]["message"]
+    assert second["result"]["content"][0]["text"] == "slept 1"
+
+
+def _cancel_unknown(ev: Events) -> None:
+    [dropped] = kinds(ev, "message_dropped")
+    assert "999" in dropped["reason"]
+    assert answers(ev, 1)[0]["result"]["content"][0]["text"] == "quick"
+
+
+def _reverse_responses(ev: Events) -> None:
+    label = {
+        e["msg"]["id"]: e["msg"]["params"]["messages"][0]["content"]["text"]
+        for e in kinds(ev, "message_out") if e["msg"].get("method") == "sampling/createMessage"
+    }
+    replies = [label[e["msg"]["id"]] for e in kinds(ev, "message_in") if "result" in e["msg"]
+               and "method" not in e["msg"] and e["msg"]["id"] in label]
+    assert replies == ["second", "first"]  # answered in the reverse order of asking
+    assert answers(ev, 1)[0]["result"]["content"][0]["text"] == "second,first"
+
+
+def _crash_mid_stream(ev: Events) -> None:
+    out = [e["msg"] for e in kinds(ev, "message_out")]
+    assert sum(m.get("method") == "notifications/progress" for m in out) == 2
+    result = answers(ev, 1)[0]["result"]
+    assert result["isError"] is True and "crashed after 2" in result["content"][0]["text"]
+
+
+def _racy_withdraw(ev: Events) -> None:
+    balances = [a["result"]["structuredContent"]["balance"] for r in (1, 2)
+                for a in answers(ev, r)]
+    assert min(balances) == -60  # the bug: both withdrawals of 80 from 100 went through
+
+
+def _slow_progress(ev: Events) -> None:
+    assert ev[-1]["t"] == 10.0
+    assert answers(ev, 1)[0]["result"]["content"][0]["text"] == "done"
+
+
+OUTCOMES: dict[str, Callable[[Events], None]] = {
+    "late_cancel": _late_cancel,
+    "cancel_before_start": _cancel_before_start,
+    "cancel_during_sampling": _cancel_during_sampling,
+    "progress_race": _progress_race,
+    "timeout_same_instant": _timeout_same_instant,
+    "client_disconnect": _client_disconnect,
+    "duplicate_id": _duplicate_id,
+    "cancel_unknown": _cancel_unknown,
+    "reverse_responses": _reverse_responses,
+    "crash_mid_stream": _crash_mid_stream,
+    "racy_withdraw": _racy_withdraw,
+    "slow_progress": _slow_progress,
+}
+
+
+def test_every_corpus_trace_has_an_outcome_check() -> None:
+    assert {p.stem for p in TRACES.glob("*.jsonl")} == set(OUTCOMES)
+
+
+@pytest.mark.parametrize("name", sorted(OUTCOMES))
+def test_corpus_trace_replays_exactly_with_its_recorded_outcome(name: str) -> None:
+    logging.disable(logging.CRITICAL)  # the crash scenario logs its traceback by design
+    try:
+        trace = load_trace(TRACES / f"{name}.jsonl")
+        recorded = [ev.data for ev in trace.events]
+        OUTCOMES[name](recorded)  # the race was recorded as the scenario intends
+        result = replay(trace)
+    finally:
+        logging.disable(logging.NOTSET)
+    assert result.divergence is None, result.divergence
+    assert result.mode == "exact"
+    assert result.reproduced == len(trace.events)
+    OUTCOMES[name](events_of(result.output))  # ... and the replay shows it again

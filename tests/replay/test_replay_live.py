@@ -1,0 +1,79 @@
+"""`--against` (recorded client vs a live server) and `--serve` (recorded server vs a
+real client), over real stdio subprocesses."""
+
+from __future__ import annotations
+
+import sys
+from functools import partial
+from pathlib import Path
+
+import trio
+import trio.testing
+from replay_support import RACE_SERVER, TRACES, run_cli
+
+from mcpactor import Client, connect_stdio, connect_transport
+from mcpactor.entrypoint import load_entry_point
+from mcpactor.tracing import JsonlRecorder, TraceHeader
+from mcpactor.transports.memory import memory_pair
+
+MCPACTOR = [sys.executable, "-m", "mcpactor.cli"]
+
+
+def _live(server: str) -> str:
+    return " ".join([*MCPACTOR, "run", server])
+
+
+def test_against_a_live_server_that_behaves_the_same() -> None:
+    code, out, _ = run_cli("replay", str(TRACES / "cancel_during_sampling.jsonl"),
+                           "--against", _live(RACE_SERVER))
+    assert code == 0, out
+    assert "all 3 outputs match" in out
+
+
+def test_against_a_live_server_that_answers_differently(tmp_path: Path) -> None:
+    src = (TRACES / "servers" / "race_server.py").read_text()
+    changed = tmp_path / "changed.py"
+    changed.write_text(src.replace('return "quick"', 'return "slow"'))
+    code, out, _ = run_cli("replay", str(TRACES / "late_cancel.jsonl"),
+                           "--against", _live(f"{changed}:server"))
+    assert code == 1
+    assert "DIFFERS at output 2" in out
+    assert '$.result.content[0].text: expected "quick", got "slow"' in out
+
+
+async def _calls(client: Client) -> list[str]:
+    texts = []
+    for name, args in (("quick", {}), ("sleepy", {"seconds": 0.2}),
+                       ("slow", {"steps": 3, "every": 0.1})):
+        seen: list[float] = []
+        result = await client.call_tool(name, args, on_progress=partial(_note, seen))
+        texts.append(f"{result.content[0].text} progress={seen}")  # type: ignore[union-attr]
+    return texts
+
+
+def _note(seen: list[float], progress: float, total: float | None, message: str | None) -> None:
+    seen.append(progress)
+
+
+def test_serve_plays_a_recorded_server_to_a_real_client(tmp_path: Path) -> None:
+    trace = tmp_path / "served.jsonl"
+
+    async def record() -> list[str]:
+        server = load_entry_point(RACE_SERVER)
+        a, b = memory_pair()
+        rec = JsonlRecorder(trace, TraceHeader(role="server", transport="memory",
+                                               entry_point=RACE_SERVER))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: server.serve(a, tracer=rec))
+            async with connect_transport(b) as client:
+                return await _calls(client)
+
+    recorded = trio.run(record, clock=trio.testing.MockClock(autojump_threshold=0))
+
+    async def against_the_recording() -> list[str]:
+        command = [*MCPACTOR, "replay", "--serve", str(trace), "--timeout", "10"]
+        async with connect_stdio(command) as client:
+            return await _calls(client)
+
+    assert trio.run(against_the_recording) == recorded
+    assert recorded[2] == "done progress=[0, 1, 2]"

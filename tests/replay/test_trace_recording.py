@@ -1,0 +1,146 @@
+"""The recorder: the format's header and events, redaction, the background writer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import trio
+import trio.testing
+from replay_support import RACE_SERVER
+
+from mcpactor.entrypoint import load_entry_point
+from mcpactor.tracing import REDACTED, JsonlRecorder, MemoryRecorder, Redactor, TraceHeader
+from mcpactor.tracing.tracer import EncodedMessage
+from replay.engine import replay
+from replay.trace import load_trace
+
+SECRET = "s3cr3t-Xq9"
+
+
+async def _session(path: Path, script: list[bytes], recorder_kw: dict[str, Any]) -> None:
+    from mcpactor.transports.memory import MemoryTransport
+
+    server = load_entry_point(RACE_SERVER)
+    to_server, server_in = trio.open_memory_channel[bytes](100)
+    server_out, from_server = trio.open_memory_channel[bytes](100)
+    header = TraceHeader(role="server", transport="memory", entry_point=RACE_SERVER)
+    recorder = JsonlRecorder(path, header, **recorder_kw)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: server.serve(MemoryTransport(server_out, server_in),
+                                                tracer=recorder))
+        for line in script:
+            to_server.send_nowait(line)
+            await trio.sleep(0.01)
+        await trio.sleep(0.5)
+        to_server.close()
+        async for _ in from_server:
+            pass
+
+
+def _msg(obj: Any) -> bytes:
+    return orjson.dumps(obj)
+
+
+INIT = [
+    _msg({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}),
+    _msg({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+]
+
+
+def _record(path: Path, script: list[bytes], **kw: Any) -> None:
+    trio.run(_session, path, [*INIT, *script], kw,
+             clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_header_and_events_follow_the_format(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    _record(path, [_msg({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                         "params": {"name": "quick", "arguments": {}}})])
+    lines = [orjson.loads(x) for x in path.read_bytes().splitlines()]
+    header, events = lines[0], lines[1:]
+    assert header["type"] == "header" and header["format"] == "mcpactor-trace"
+    assert header["format_version"] == 1 and header["protocol_version"] == "2025-06-18"
+    assert header["entry_point"] == RACE_SERVER and header["role"] == "server"
+    assert set(header["seeds"]) == {"scheduler", "random"}
+    assert header["clock"]["kind"] == "virtual" and header["clock"]["origin"] == 0.0
+    assert "authorization" in header["redacted_keys"]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert all({"seq", "t", "session", "actor", "kind"} <= set(e) for e in events)
+    kinds = [e["kind"] for e in events]
+    for kind in ("session_started", "transport_opened", "message_in", "initialized",
+                 "handler_started", "handler_finished", "message_out", "transport_closed",
+                 "session_closed"):
+        assert kind in kinds, kind
+    out = [e for e in events if e["kind"] == "message_out"]
+    assert out[-1]["msg"]["id"] == 1 and out[-1]["related"] == 1
+
+
+def test_secrets_never_reach_the_trace_file_and_the_redaction_shows(tmp_path: Path) -> None:
+    path = tmp_path / "secret.jsonl"
+    _record(
+        path,
+        [
+            _msg({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "echo_secret", "arguments": {"token": SECRET},
+                "_meta": {"Authorization": f"Bearer {SECRET}", "ssn": SECRET,
+                          "note": f"header was Bearer {SECRET}"}}}),
+            b'{"jsonrpc": "2.0", "id": 2, "password": "' + SECRET.encode() + b'", broken',
+        ],
+        redact_keys=frozenset({"ssn"}),
+    )
+    data = path.read_bytes()
+    assert SECRET.encode() not in data
+    header = orjson.loads(data.splitlines()[0])
+    assert "ssn" in header["redacted_keys"] and "token" in header["redacted_keys"]
+    events = [orjson.loads(x) for x in data.splitlines()[1:]]
+    call = next(e for e in events if e["kind"] == "message_in" and "msg" in e
+                and e["msg"].get("id") == 1)
+    params = call["msg"]["params"]
+    assert params["arguments"]["token"] == REDACTED
+    assert params["_meta"]["Authorization"] == REDACTED and params["_meta"]["ssn"] == REDACTED
+    assert params["_meta"]["note"] == f"header was Bearer {REDACTED}"
+    raw = next(e for e in events if e["kind"] == "message_in" and "raw" in e)
+    assert REDACTED in raw["raw"]
+    answer = next(e for e in events if e["kind"] == "message_out" and e["msg"].get("id") == 1)
+    assert answer["msg"]["result"]["content"][0]["text"] == "your token is <redacted>"
+    # The replay redacts its own output the same way, so it still matches.
+    assert replay(load_trace(path)).faithful
+
+
+def test_keys_that_merely_contain_a_secret_word_are_kept() -> None:
+    r = Redactor()
+    value, changed = r.redact({"progressToken": "p1", "X-Api-Key": "k", "api_key": "k",
+                               "tokens": 3, "nested": [{"Client_Secret": "c"}]})
+    assert changed
+    assert value["progressToken"] == "p1" and value["tokens"] == 3
+    assert value["X-Api-Key"] == value["api_key"] == REDACTED
+    assert value["nested"][0]["Client_Secret"] == REDACTED
+    assert not r.might_hold_secret(b'{"progressToken":"p1"}')
+    assert r.might_hold_secret(b'{"ACCESS_TOKEN": "x"}')
+
+
+def test_memory_recorder_redacts_and_never_raises_on_odd_data() -> None:
+    rec = MemoryRecorder()
+    rec.emit("s", "reader", "message_in", {"msg": EncodedMessage(b'{"token":"abc"}')})
+    rec.emit("s", "reader", "custom", {"obj": object(), "password": "pw"})
+    events = rec.events()
+    assert events[0]["msg"] == {"token": REDACTED}
+    assert events[1]["password"] == REDACTED and events[1]["obj"].startswith("<object")
+
+
+def test_jsonl_recorder_writes_through_its_thread_and_closes_cleanly(tmp_path: Path) -> None:
+    path = tmp_path / "many.jsonl"
+    rec = JsonlRecorder(path, TraceHeader(role="server", transport="x", protocol_version="v"),
+                        apply_header_seeds=False)
+    for i in range(2000):
+        rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"i":%d}' % i),
+                                                "related": None})
+    rec.close()
+    rec.emit("s", "writer", "late", {})  # ignored after close
+    lines = path.read_bytes().splitlines()
+    assert len(lines) == 2001
+    assert orjson.loads(lines[-1])["msg"] == {"i": 1999}
