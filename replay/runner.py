@@ -130,6 +130,10 @@ async def _main(
     box["matcher"] = matcher
     transport = ReplayTransport(matcher, str(header.get("transport")), grace=options.grace)
     session = server.new_session(transport, tracer=matcher, session_id=trace.session)
+    if trace.events and trace.events[0].t > 0:
+        # Start where the recording did: its clock origin may predate the session (the
+        # recorder is made first), and later waits are measured from the same origin.
+        await trio.sleep_until(trace.events[0].t)
     with trio.CancelScope() as scope:
         matcher.scope = scope
         await session.run()

@@ -20,7 +20,7 @@ from mcpactor.protocol.errors import (
 )
 from mcpactor.server.content import _CONTENT_TYPES, resource_contents, to_content, to_json_text
 from mcpactor.server.context import LOG_LEVELS, Context, session_state
-from mcpactor.server.registry import TemplateEntry, paginate
+from mcpactor.server.registry import paginate
 from mcpactor.server.schema import serialize_output
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
@@ -162,37 +162,29 @@ class ServerHandler:
         page, nxt = paginate(items, _cursor(rc), self.server.page_size)
         return t.ListResourceTemplatesResult(resource_templates=page, next_cursor=nxt)
 
-    def _find(self, uri: str) -> tuple[t.Resource, Callable[..., Any], bool, dict[str, Any]]:
-        """The resource at ``uri``: metadata, function, async-ness, keyword arguments."""
+    def _find(
+        self, uri: str
+    ) -> tuple[t.Resource, Callable[..., Any], bool, dict[str, Any], str | None]:
+        """The resource at ``uri``: metadata, function, async-ness, keyword arguments and
+        the name of its Context parameter; -32602 with ``data.uri`` when there is none."""
         entry = self.server.resources.get(uri)
         if entry is not None:
-            return entry.resource, entry.fn, entry.is_async, {}
+            return entry.resource, entry.fn, entry.is_async, {}, entry.context_param
         for tpl in self.server.templates:
             variables = tpl.matcher.match(uri)
             if variables is not None:
-                return tpl.resource_for(uri), tpl.fn, tpl.is_async, self._template_args(tpl, variables)
+                return (
+                    tpl.resource_for(uri), tpl.fn, tpl.is_async,
+                    tpl.arguments(variables), tpl.context_param,
+                )
         raise InvalidParams("Resource not found", data={"uri": uri})
-
-    @staticmethod
-    def _template_args(tpl: TemplateEntry, variables: dict[str, Any]) -> dict[str, Any]:
-        return tpl.arguments(variables)
-
-    def _context_param(self, uri: str) -> str | None:
-        entry = self.server.resources.get(uri)
-        if entry is not None:
-            return entry.context_param
-        for tpl in self.server.templates:
-            if tpl.matcher.match(uri) is not None:
-                return tpl.context_param
-        return None
 
     async def read_resource(self, rc: RequestContext) -> t.ReadResourceResult:
         """``resources/read`` with SEP-2093 metadata on every contents item and its
         collection rules: a non-collection returns only the URI asked for."""
         params: t.ReadResourceRequestParams = rc.params
         uri = params.uri
-        resource, fn, is_async, kwargs = self._find(uri)
-        ctx_param = self._context_param(uri)
+        resource, fn, is_async, kwargs, ctx_param = self._find(uri)
         if ctx_param is not None:
             kwargs[ctx_param] = Context(rc, self.server)
         try:
@@ -239,7 +231,7 @@ class ServerHandler:
     async def resource_metadata(self, rc: RequestContext) -> t.ReadResourceMetadataResult:
         """``resources/metadata`` (SEP-2093): the resource without its contents."""
         params: t.ReadResourceMetadataRequestParams = rc.params
-        resource, _, _, _ = self._find(params.uri)
+        resource = self._find(params.uri)[0]
         return t.ReadResourceMetadataResult(resource=resource)
 
     async def subscribe(self, rc: RequestContext) -> dict[str, Any]:
