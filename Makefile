@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint typecheck unit interop conformance bench-quick clean
+.PHONY: setup demo test lint typecheck unit conformance bench-quick clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -28,7 +28,15 @@ unit: setup
 	scripts/npm-interop.sh install
 	$(BIN)/python -m pytest -q
 
-test: lint typecheck unit
+# The official conformance suite (@modelcontextprotocol/conformance): server mode
+# against examples/everything_server.py over HTTP, client mode with
+# examples/conformance_client.py. Any failure or warning fails the target.
+conformance: setup
+	scripts/conformance.sh install
+	scripts/conformance-server.sh
+	scripts/conformance-client.sh
+
+test: lint typecheck unit conformance
 
 bench-quick: setup
 	$(BIN)/python -m benchmarks --quick

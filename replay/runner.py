@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 import trio
+import trio.testing
 
 from mcpactor.entrypoint import EntryPointError, load_entry_point
 from mcpactor.tracing.recorder import MemoryRecorder, TraceHeader
@@ -130,10 +131,13 @@ async def _main(
     box["matcher"] = matcher
     transport = ReplayTransport(matcher, str(header.get("transport")), grace=options.grace)
     session = server.new_session(transport, tracer=matcher, session_id=trace.session)
+    transport.close_session = session.close
     if trace.events and trace.events[0].t > 0:
         # Start where the recording did: its clock origin may predate the session (the
         # recorder is made first), and later waits are measured from the same origin.
-        await trio.sleep_until(trace.events[0].t)
+        clock = trio.lowlevel.current_clock()
+        assert isinstance(clock, trio.testing.MockClock)
+        clock.jump(trace.events[0].t - trio.current_time())
     with trio.CancelScope() as scope:
         matcher.scope = scope
         await session.run()

@@ -5,14 +5,17 @@ been reproduced (:meth:`Matcher.wait_reproduced`) and (2) the virtual clock has 
 its recorded time — a hair before it, so that an input recorded at the same instant as
 a timer wins the tie, as recorded; when the timer's effects were recorded first, rule
 1 holds the input back until they have happened. Like a real transport, ``receive``
-always yields to the scheduler once, so the tasks the previous input woke compete
+yields to the scheduler once on its way, so the tasks the previous input woke compete
 with the reader exactly as they did live (the schedule search settles who wins).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import orjson
 import trio
+import trio.testing
 
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 from replay.matcher import Matcher
@@ -33,30 +36,42 @@ class ReplayTransport(Transport):
         self._inputs = [ev for ev in matcher.events if ev.is_input]
         self._next = 0
         self._writer_key = "writer"
+        self._closed_by_app = _closed_by_application(matcher.events)
+        #: Set by the runner: ends the session as ``Session.close(reason)`` does.
+        self.close_session: Callable[[str], None] | None = None
 
     async def receive(self) -> bytes | Oversize:
         """The next recorded input, once its place in the sequence has come."""
         m = self.matcher
         if self._next >= len(self._inputs) or self._inputs[self._next].index >= m.end_index:
+            closed = self._closed_by_app
+            if closed is not None and closed[0] < m.end_index and self.close_session is not None:
+                # The recorded session was closed from outside (an HTTP DELETE, the
+                # application): close it at the same point.
+                if await m.wait_reproduced(closed[0], self.grace):
+                    self.close_session(closed[1])
+                await trio.sleep_forever()
             # Nothing more to deliver: once the rest has been reproduced, the replay is done.
             if await m.wait_reproduced(m.end_index, self.grace):
                 m.stop()
             await trio.sleep_forever()
         ev = self._inputs[self._next]
-        waited = False
-        while True:
-            if m.low < ev.index:
-                waited = True
-                if not await m.wait_reproduced(ev.index, self.grace):
-                    await trio.sleep_forever()  # stopped: the session is being cancelled
-            at = ev.t - EARLY
-            if trio.current_time() >= at:
-                break
-            waited = True
-            await trio.sleep_until(at)
+        waited = m.low < ev.index
+        if waited and not await m.wait_reproduced(ev.index, self.grace):
+            await trio.sleep_forever()  # stopped: the session is being cancelled
+        at = ev.t - EARLY
+        now = trio.current_time()
+        if now < at:
+            # Everything recorded before this input has happened; the recording was idle
+            # (or busy computing, in real time) until it arrived. Jump the clock there
+            # rather than sleep, so runnable tasks do not get a head start that they did
+            # not have live; timers due meanwhile fire in the next batch.
+            clock = trio.lowlevel.current_clock()
+            assert isinstance(clock, trio.testing.MockClock)
+            clock.jump(at - now)
         if not waited:
-            # A memory channel's receive yields once whether or not a message is ready;
-            # doing the same keeps the replay's task interleavings those of a live run.
+            # A live receive yields once whether or not a message is ready; so does
+            # this (the wait above already did), keeping live task interleavings.
             await trio.lowlevel.checkpoint()
         if m.finished:
             await trio.sleep_forever()
@@ -84,3 +99,16 @@ class ReplayTransport(Transport):
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def _closed_by_application(events: tuple[Event, ...]) -> tuple[int, str] | None:
+    """Where the reader stopped without an end of input, and the session's close reason:
+    the session was closed by a call, which the replay repeats."""
+    for ev in events:
+        if ev.actor == "reader" and ev.kind in ("transport_closed", "transport_broken"):
+            return None
+        if ev.actor == "reader" and ev.kind == "actor_stopped":
+            reason = next((str(e.data.get("reason")) for e in events
+                           if e.kind == "session_closed"), "closed")
+            return ev.index, reason
+    return None

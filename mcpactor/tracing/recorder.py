@@ -67,6 +67,14 @@ class TraceHeader:
         }
 
 
+def _in_trio() -> bool:
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _now() -> float:
     try:
         return trio.current_time()
@@ -127,9 +135,11 @@ class _BufferedRecorder:
         self.redactor = Redactor(keys)
         self._events: list[dict[str, Any]] = []
         self._seq = 0
-        self._origin = _now()
-        wall = time.time() if wall_origin is None else wall_origin
-        self._clock = {"kind": clock_kind(), "origin": self._origin, "wall_origin": wall}
+        self._wall_origin = wall_origin
+        self._origin = 0.0
+        self._clock: dict[str, Any] = {}
+        if _in_trio():
+            self._start_clock()
         self._header_done = False
         self._last_handoff = time.monotonic()
         self._closed = False
@@ -145,7 +155,7 @@ class _BufferedRecorder:
             self.header = attrs.evolve(self.header, session=session)
         ev = {
             "seq": self._seq,
-            "t": round(_now() - self._origin, 9),
+            "t": round(_now() - self._origin, 9) if self._clock else self._start_clock(),
             "session": session,
             "actor": actor,
             "kind": kind,
@@ -162,6 +172,14 @@ class _BufferedRecorder:
         elif len(self._events) >= _BATCH_EVENTS:
             self.flush()
 
+    def _start_clock(self) -> float:
+        # Times count from the recorder's creation inside a Trio run, or from its first
+        # event when it was made outside one (its clock may be a MockClock).
+        self._origin = _now()
+        wall = time.time() if self._wall_origin is None else self._wall_origin
+        self._clock = {"kind": clock_kind(), "origin": self._origin, "wall_origin": wall}
+        return 0.0
+
     @property
     def last_seq(self) -> int:
         """The sequence number of the latest event (0 before the first)."""
@@ -171,6 +189,8 @@ class _BufferedRecorder:
         prefix: list[bytes] = []
         if not self._header_done:
             self._header_done = True
+            if not self._clock:
+                self._start_clock()
             prefix.append(orjson.dumps(self.header.to_json(self._clock)))
         events, self._events = self._events, []
         self._last_handoff = time.monotonic()

@@ -60,6 +60,7 @@ class _Conn:
         self.bytes_in = 0  # since the current request was written
 
     async def next_event(self) -> object:
+        """The next h11 event, reading from the socket as needed."""
         while True:
             try:
                 ev = self.h11.next_event()
@@ -74,7 +75,8 @@ class _Conn:
             self.bytes_in += len(data)
             self.h11.receive_data(bytes(data))
 
-    async def send(self, event: h11._events.Event) -> None:
+    async def send(self, event: h11.Request | h11.Data | h11.EndOfMessage) -> None:
+        """Encode and write one h11 event."""
         data = self.h11.send(event)
         if data:
             try:
@@ -83,6 +85,7 @@ class _Conn:
                 raise HttpClientError(f"connection broke: {exc}") from exc
 
     async def aclose(self) -> None:
+        """Close the socket (shielded: also runs while being cancelled)."""
         with trio.CancelScope(shield=True):
             try:
                 await self.stream.aclose()

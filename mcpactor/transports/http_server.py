@@ -42,7 +42,7 @@ from mcpactor.transports.http_rules import (
 )
 from mcpactor.transports.http_session import HttpSession
 from mcpactor.transports.http_stateless import stateless_post
-from mcpactor.transports.security import OriginPolicy
+from mcpactor.transports.security import LOCAL_HOSTS, OriginPolicy
 from mcpactor.transports.sse_pump import PumpOptions, pump_stream
 
 if TYPE_CHECKING:
@@ -109,14 +109,16 @@ class McpHttpApp:
                         session=sid),
         )
 
-    async def start_session(self, mode: str, *, drop_ids: frozenset[Any] = frozenset()) -> HttpSession:
+    async def start_session(
+        self, mode: str, *, drop_ids: frozenset[Any] = frozenset(), resumable: bool = True
+    ) -> HttpSession:
         """Create and start one session (its actor tree runs in the app's nursery)."""
         if self._nursery is None:
             raise RuntimeError("McpHttpApp.run() is not running")
         sid = new_session_id()
         hs = HttpSession(
             sid, mode=mode, max_events=self.options.max_events,
-            max_in_flight=self.options.max_in_flight, drop_ids=drop_ids,
+            max_in_flight=self.options.max_in_flight, drop_ids=drop_ids, resumable=resumable,
         )
         hs.session = self.server.new_session(hs.transport, tracer=self._tracer(sid), session_id=sid)
         await self._nursery.start(self._run_session, hs)
@@ -447,8 +449,13 @@ async def serve_http(
     """Serve ``server`` over Streamable HTTP (and legacy HTTP+SSE) until cancelled.
 
     ``options`` are :class:`HttpOptions` fields. With ``nursery.start`` the task status
-    is the endpoint URL (useful with ``port=0``).
+    is the endpoint URL (useful with ``port=0``). Only loopback names and ``host`` are
+    accepted in ``Host``/``Origin`` unless ``allowed_hosts``/``allowed_origins`` say
+    otherwise (a server on 0.0.0.0 must list the names it is reached by).
     """
+    if "allowed_hosts" not in options and host not in ("0.0.0.0", "::", ""):
+        # A server bound to one named address also answers to that name.
+        options["allowed_hosts"] = LOCAL_HOSTS | {host.lower(), f"[{host.lower()}]"}
     app = McpHttpApp(server, HttpOptions(path=path, trace_dir=trace, **options))
     await serve_app(app, host=host, port=port, quiet=quiet, task_status=task_status)
 

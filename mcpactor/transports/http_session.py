@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import trio
 
+from mcpactor.protocol import versions
 from mcpactor.protocol.jsonrpc import Notification, RequestId
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 from mcpactor.transports.event_store import EventStore, Stream
@@ -63,8 +64,11 @@ class HttpSession:
         max_events: int = 1000,
         max_in_flight: int = 64,
         drop_ids: frozenset[RequestId] = frozenset(),
+        resumable: bool = True,
     ) -> None:
         self.id = session_id
+        #: Whether a client can resume this session's streams (not in stateless mode).
+        self.resumable = resumable
         self.mode = mode
         self.store = EventStore(max_events)
         self.standalone = self.store.new_stream(standalone=True)
@@ -155,6 +159,11 @@ class HttpSession:
     def close_request_stream(self, rid: RequestId) -> None:
         """SSE polling: end the HTTP response carrying ``rid``'s stream now; the client
         resumes it with ``Last-Event-ID``."""
+        if not self.resumable or self.session is None:
+            return
+        version = self.session.connection.protocol_version
+        if version is None or not versions.at_least(version, versions.V2025_11_25):
+            return  # older clients were never primed to reconnect: keep the stream open
         stream = self.request_streams.get(rid)
         if stream is not None:
             stream.detach()

@@ -37,7 +37,9 @@ async def stateless_post(
         await asgi.send_error(send, invalid_request("Invalid Request: batches not allowed"))
         return
     mode = "json" if app.options.json_response else "sse"
-    hs = await app.start_session(mode, drop_ids=frozenset({STATELESS_INIT_ID}))
+    hs = await app.start_session(
+        mode, drop_ids=frozenset({STATELESS_INIT_ID}), resumable=False
+    )
     assert hs.session is not None
     try:
         init = jsonrpc.encode_request(STATELESS_INIT_ID, "initialize", {

@@ -83,7 +83,7 @@ class LegacySseClientTransport(Transport):
                         got_endpoint.set()
                     elif ev.event == "message" and ev.data.strip():
                         self._deliver(ev.data.encode("utf-8"))
-        except HttpClientError:
+        except (HttpClientError, ValueError):  # ValueError: an oversized SSE line
             pass
         finally:
             got_endpoint.set()

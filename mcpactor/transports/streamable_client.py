@@ -217,10 +217,15 @@ class StreamableHttpClientTransport(Transport):
         self, pending: PendingResponse, data: bytes, ids: list[RequestId], method: str | None
     ) -> None:
         try:
-            resp = await pending.response()
-        except HttpClientError as exc:
+            await self._finish_post_unguarded(pending, data, ids, method)
+        except (HttpClientError, ValueError) as exc:
+            # A broken connection or a garbled answer fails these requests, not the session.
             self._fail(ids, f"HTTP request failed: {exc}")
-            return
+
+    async def _finish_post_unguarded(
+        self, pending: PendingResponse, data: bytes, ids: list[RequestId], method: str | None
+    ) -> None:
+        resp = await pending.response()
         first, self._first_post = self._first_post, False
         if resp.status == 404 and self.session_id is not None:
             await resp.read()
@@ -255,9 +260,13 @@ class StreamableHttpClientTransport(Transport):
         await self._read_response(resp, ids)
 
     async def _post_again(self, data: bytes, ids: list[RequestId]) -> None:
-        resp = await self.pool.request(
-            "POST", self.url, [*self._headers(), ("content-type", "application/json")], data
-        )
+        try:
+            resp = await self.pool.request(
+                "POST", self.url, [*self._headers(), ("content-type", "application/json")], data
+            )
+        except HttpClientError as exc:
+            self._fail(ids, f"HTTP request failed: {exc}")
+            return
         if not ids:
             await resp.read()
             await resp.aclose()
@@ -282,7 +291,7 @@ class StreamableHttpClientTransport(Transport):
             if body.strip():
                 self._deliver(body)
             self._fail(ids, "the server's response did not answer the request")
-        except HttpClientError as exc:
+        except (HttpClientError, ValueError) as exc:  # ValueError: an oversized SSE line
             await resp.aclose()
             self._fail(ids, f"HTTP response broke: {exc}")
 
@@ -293,7 +302,7 @@ class StreamableHttpClientTransport(Transport):
             self.nursery.start_soon(self._cancel_when_answered, waits, scope)
             try:
                 await self._consume(resp, parser)
-            except HttpClientError:
+            except (HttpClientError, ValueError):
                 pass
             finally:
                 await resp.aclose()
@@ -329,15 +338,15 @@ class StreamableHttpClientTransport(Transport):
         headers = [*self._headers(accept="text/event-stream"), ("last-event-id", parser.last_event_id)]
         try:
             resp = await self.pool.request("GET", self.url, headers)
+            if resp.status != 200 or resp.content_type != "text/event-stream":
+                await resp.read()
+                await resp.aclose()
+                return False
         except HttpClientError:
-            return False
-        if resp.status != 200 or resp.content_type != "text/event-stream":
-            await resp.read()
-            await resp.aclose()
             return False
         try:
             await self._consume(resp, parser)
-        except HttpClientError:
+        except (HttpClientError, ValueError):
             pass
         finally:
             await resp.aclose()
@@ -358,6 +367,12 @@ class StreamableHttpClientTransport(Transport):
             self.nursery.start_soon(self._standalone_get, resp)
 
     async def _standalone_get(self, first: HttpResponse | None = None) -> None:
+        try:
+            await self._standalone_get_unguarded(first)
+        except (HttpClientError, ValueError) as exc:
+            log.debug("standalone GET stream lost: %s", exc)
+
+    async def _standalone_get_unguarded(self, first: HttpResponse | None) -> None:
         parser = SseParser()
         attempts = 0
         while not self._closed and attempts <= MAX_RESUME_ATTEMPTS:
@@ -379,7 +394,7 @@ class StreamableHttpClientTransport(Transport):
             try:
                 await self._consume(resp, parser)
                 attempts = 0
-            except HttpClientError:
+            except (HttpClientError, ValueError):
                 attempts += 1
             finally:
                 await resp.aclose()

@@ -100,6 +100,7 @@ async def serve_websocket(
     policy = OriginPolicy(allowed_hosts, allowed_origins)
 
     async def handler(request: WebSocketRequest) -> None:
+        """One connection: check it, accept it, serve one session on it."""
         h = Headers(request.headers)
         if request.path.split("?", 1)[0] != path:
             await request.reject(404, body=b"Not Found")

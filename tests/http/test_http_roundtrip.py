@@ -56,6 +56,23 @@ async def test_sse_polling_resumes_on_the_client() -> None:
             assert result.content[0].text == "answered after the stream closed"
 
 
+async def test_sse_polling_only_closes_streams_of_primed_clients() -> None:
+    # Before 2025-11-25 there is no priming event, so the client could not resume: the
+    # server keeps the stream open and answers on it. Same in stateless mode.
+    with trio.fail_after(TIMEOUT):
+        async with running_app() as (_, url):
+            raw = RawClient(url)
+            await raw.initialize("2025-06-18")
+            resp = await raw.post(request_body(3, "tools/call", {"name": "poll", "arguments": {}}))
+            events = await read_events(resp)
+            await resp.aclose()
+            assert all(e.data for e in events)  # no priming event
+            assert [m["id"] for m in messages(events)] == [3]
+            await raw.aclose()
+        async with running_app(stateless=True) as (_, url), connect_http(url) as client:
+            assert (await client.call_tool("poll", {})).content[0].text.startswith("answered")
+
+
 async def test_json_response_mode() -> None:
     with trio.fail_after(TIMEOUT):
         async with running_app(json_response=True) as (_, url):

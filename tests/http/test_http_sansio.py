@@ -205,3 +205,17 @@ def test_response_ids() -> None:
     assert response_ids(b'[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]') == [1, 2]
     assert response_ids(b'{"jsonrpc":"2.0","method":"notifications/progress","params":{}}') == []
     assert response_ids(b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"result":1}}') == []
+
+
+def test_split_url_and_authority() -> None:
+    from mcpactor.transports.http_client import split_url
+
+    origin, target = split_url("http://localhost:8000/mcp?x=1")
+    assert (origin.host, origin.port, target) == ("localhost", 8000, "/mcp?x=1")
+    assert origin.authority == "localhost:8000"
+    origin, target = split_url("https://example.com")
+    assert (origin.port, target, origin.authority) == (443, "/", "example.com")
+    origin, _ = split_url("http://[::1]:9/")
+    assert origin.authority == "[::1]:9"
+    with pytest.raises(ValueError):
+        split_url("ftp://x/")

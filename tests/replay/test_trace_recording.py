@@ -144,3 +144,34 @@ def test_jsonl_recorder_writes_through_its_thread_and_closes_cleanly(tmp_path: P
     lines = path.read_bytes().splitlines()
     assert len(lines) == 2001
     assert orjson.loads(lines[-1])["msg"] == {"i": 1999}
+
+
+def test_client_side_traces_record_progress_timers_and_local_cancellations() -> None:
+    from mcpactor import RequestTimeout, connect_transport
+    from mcpactor.transports.memory import memory_pair
+
+    rec = MemoryRecorder(TraceHeader(role="client", transport="memory"))
+
+    async def main() -> None:
+        server = load_entry_point(RACE_SERVER)
+        a, b = memory_pair()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: server.serve(a))
+            async with connect_transport(b, tracer=rec) as client:
+                await client.call_tool("slow", {"steps": 2, "every": 0.1},
+                                       on_progress=lambda p, t, m: None)
+                try:
+                    await client.call_tool("sleepy", {"seconds": 5}, timeout=1)
+                except RequestTimeout:
+                    pass
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    events = rec.events()
+    progress = [e for e in events if e["kind"] == "progress"]
+    assert [(e["direction"], e["progress"]) for e in progress] == [("in", 0), ("in", 1)]
+    kinds = [e["kind"] for e in events]
+    assert "timer_set" in kinds and "timer_fired" in kinds
+    [cancel] = [e for e in events if e["kind"] == "cancel_requested"]
+    assert cancel["by"] == "local" and cancel["reason"] == "timeout"
+    # Times are virtual: 0.2 s of progress steps, then the 1 s timeout.
+    assert [e["t"] for e in events if e["kind"] == "timer_fired"] == [1.2]
