@@ -49,6 +49,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from mcpactor.server.app import Server
 
     assert isinstance(server, Server)
+    options = _http_options(args)
+    if options and args.transport != "http":
+        raise CliError("the HTTP options (--json-response, --stateless, --allow-*, "
+                       "--session-timeout) need --transport http")
     try:
         server.run(
             args.transport,
@@ -57,12 +61,33 @@ def cmd_run(args: argparse.Namespace) -> int:
             path=args.path,
             trace=args.trace,
             entry_point=args.target,
+            **options,
         )
     except KeyboardInterrupt:
         return 130
     except OSError as exc:
         raise CliError(f"cannot serve: {exc}") from None
     return 0
+
+
+def _http_options(args: argparse.Namespace) -> dict[str, object]:
+    from mcpactor.transports.security import LOCAL_HOSTS
+
+    options: dict[str, object] = {}
+    if args.json_response:
+        options["json_response"] = True
+    if args.stateless:
+        options["stateless"] = True
+    if args.allow_host:
+        hosts = {h.lower() for h in args.allow_host} | {args.host.lower()}
+        options["allowed_hosts"] = frozenset(LOCAL_HOSTS | hosts)
+    if args.allow_origin:
+        options["allowed_origins"] = frozenset(args.allow_origin)
+    if args.session_timeout is not None:
+        if args.session_timeout <= 0:
+            raise CliError("--session-timeout must be a positive number of seconds")
+        options["session_idle_timeout"] = args.session_timeout
+    return options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +110,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--port", type=int, default=8000)
     run.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     run.add_argument("--trace", metavar="PATH", help="record the session as a JSONL trace")
+    http = run.add_argument_group("HTTP options")
+    http.add_argument("--json-response", action="store_true",
+                      help="answer requests with application/json instead of SSE streams")
+    http.add_argument("--stateless", action="store_true",
+                      help="no sessions: every POST is its own short-lived session")
+    http.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                      help="accept this Host header too (DNS-rebinding protection); repeatable")
+    http.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                      help="accept this Origin header too; repeatable")
+    http.add_argument("--session-timeout", type=float, metavar="SECONDS",
+                      help="close sessions idle this long (default 1800)")
     run.set_defaults(func=cmd_run)
 
     from mcpactor import cli_extra

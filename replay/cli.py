@@ -21,9 +21,9 @@ def _cli_error(message: str) -> Exception:
     return CliError(message)
 
 
-def _load(path: str) -> Trace:
+def _load(path: str, *, require_end: bool = True) -> Trace:
     try:
-        return load_trace(path)
+        return load_trace(path, require_end=require_end)
     except TraceError as exc:
         raise _cli_error(str(exc)) from None
 
@@ -51,6 +51,8 @@ def register(sub: Any) -> None:
         "--serve", action="store_true",
         help="play the recorded server over stdio to a real client",
     )
+    p.add_argument("--schedules", type=int, default=64, metavar="N",
+                   help="at most N runs when searching for the recorded interleaving (64)")
     p.add_argument("--timeout", type=float, default=10.0,
                    help="seconds to wait for each live answer (--against, --serve)")
     p.set_defaults(func=cmd_replay)
@@ -74,7 +76,7 @@ def register(sub: Any) -> None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """``mcpactor replay``."""
-    trace = _load(args.trace)
+    trace = _load(args.trace, require_end=args.until is None)
     if args.serve:
         from replay.live import serve_trace
 
@@ -103,6 +105,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         break_at=args.break_at,
         on_step=on_step if args.step else None,
         on_break=on_break,
+        schedules=max(1, args.schedules),
     )
     started = time.perf_counter()
     try:
@@ -120,7 +123,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     """``mcpactor trace show``."""
     from replay.show import show
 
-    show(_load(args.trace), sys.stdout, everything=args.all)
+    show(_load(args.trace, require_end=False), sys.stdout, everything=args.all)
     return 0
 
 
@@ -128,14 +131,15 @@ def cmd_diff(args: argparse.Namespace) -> int:
     """``mcpactor trace diff``."""
     from replay.show import diff
 
-    return diff(_load(args.a), _load(args.b), sys.stdout, messages_only=args.messages)
+    return diff(_load(args.a, require_end=False), _load(args.b, require_end=False), sys.stdout,
+                messages_only=args.messages)
 
 
 def cmd_html(args: argparse.Namespace) -> int:
     """``mcpactor trace html``."""
     from replay.html import render_html
 
-    trace = _load(args.trace)
+    trace = _load(args.trace, require_end=False)
     Path(args.output).write_text(render_html(trace), encoding="utf-8")
     print(f"wrote {args.output}")
     return 0

@@ -18,8 +18,11 @@ import orjson
 import trio
 
 from mcpactor.tracing.recorder import MemoryRecorder, encode_events
+from mcpactor.tracing.tracer import EncodedMessage
 from replay.jsondiff import json_diff
 from replay.trace import VOLATILE_KEYS, Event, Trace, stream_key
+
+_SCALARS = frozenset({str, int, float, bool})
 
 #: How many recorded events before a divergence the report shows.
 CONTEXT_EVENTS = 6
@@ -102,8 +105,7 @@ class Matcher:
             return
         now = round(trio.current_time(), 9)
         ev = {"seq": self.recorder.last_seq, "t": now, "session": session, "actor": actor, "kind": kind, **data}
-        # The comparison sees exactly what a recording would have written (redacted).
-        actual: dict[str, Any] = orjson.loads(encode_events([ev], self.recorder.redactor)[0])
+        actual = self._normalize(ev)
         key = stream_key(actor, actual)
         stream = self._streams.get(key, [])
         i = self._pos[key]
@@ -133,6 +135,37 @@ class Matcher:
             return
         self._maybe_break()
         self._lot.unpark_all()
+
+    def _normalize(self, ev: dict[str, Any]) -> dict[str, Any]:
+        """The event exactly as a recording would have written it (redacted, JSON types).
+
+        Most events hold only scalars and at most one encoded message; those are built
+        directly. Anything else takes the recorder's own encode-and-decode path.
+        """
+        redactor = self.recorder.redactor
+        out: dict[str, Any] = {}
+        for key, value in ev.items():
+            if type(value) is EncodedMessage:
+                try:
+                    decoded = orjson.loads(value.data)
+                except orjson.JSONDecodeError:
+                    return self._slow_normalize(ev)
+                if redactor.might_hold_secret(value.data):
+                    decoded, _ = redactor.redact(decoded)
+                out[key] = decoded
+            elif value is None or type(value) in _SCALARS:
+                if value is not None and redactor.is_secret_key(key):
+                    return self._slow_normalize(ev)
+                if type(value) is str and redactor.might_hold_secret(value.encode()):
+                    return self._slow_normalize(ev)
+                out[key] = value
+            else:
+                return self._slow_normalize(ev)
+        return out
+
+    def _slow_normalize(self, ev: dict[str, Any]) -> dict[str, Any]:
+        decoded: dict[str, Any] = orjson.loads(encode_events([ev], self.recorder.redactor)[0])
+        return decoded
 
     def close(self) -> None:
         """The session ended: flush the output."""

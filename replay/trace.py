@@ -94,8 +94,9 @@ class Trace:
         return None
 
 
-def load_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read and check a trace file."""
+def load_trace(path: str | os.PathLike[str], *, require_end: bool = True) -> Trace:
+    """Read and check a trace file (``require_end=False`` accepts one whose recording was
+    cut short after a complete line: it can still be shown, or replayed ``--until``)."""
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -103,10 +104,10 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
         raise TraceError(f"{p}: no such trace file") from None
     except OSError as exc:
         raise TraceError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    return parse_trace(data, p)
+    return parse_trace(data, p, require_end=require_end)
 
 
-def parse_trace(data: bytes, path: Path | None = None) -> Trace:
+def parse_trace(data: bytes, path: Path | None = None, *, require_end: bool = True) -> Trace:
     """Parse trace bytes (``path`` only names the source in messages)."""
     name = str(path) if path is not None else "<trace>"
     if not data.strip():
@@ -131,10 +132,11 @@ def parse_trace(data: bytes, path: Path | None = None) -> Trace:
         if events[-1].seq <= last_seq:
             raise TraceError(f"{name}: line {number}: seq {events[-1].seq} is out of order")
         last_seq = events[-1].seq
-    if not events or events[-1].kind != "session_closed":
+    if require_end and (not events or events[-1].kind != "session_closed"):
+        last = events[-1].seq if events else 0
         raise TraceError(
-            f"{name}: truncated: the trace ends without its session_closed event "
-            "(was the recording cut short?)"
+            f"{name}: truncated: the trace ends at event #{last} without its session_closed "
+            f"event (was the recording cut short? replay what is there with --until {last})"
         )
     return Trace(header, tuple(events), path)
 

@@ -411,8 +411,13 @@ class Server:
         path: str = "/mcp",
         trace: str | None = None,
         entry_point: str | None = None,
+        **http_options: Any,
     ) -> None:
-        """Serve until the input ends or the process is interrupted (blocking)."""
+        """Serve until the input ends or the process is interrupted (blocking).
+
+        ``http_options`` are fields of :class:`mcpactor.transports.http_options.HttpOptions`
+        (``json_response``, ``stateless``, ``allowed_hosts``, ``session_idle_timeout``, ...).
+        """
         if transport == "stdio":
             trio.run(lambda: self.serve_stdio(trace=trace, entry_point=entry_point))
             return
@@ -423,7 +428,8 @@ class Server:
                 print("mcpactor: the HTTP transport is not available in this build", file=sys.stderr)
                 raise SystemExit(2) from None
             trio.run(lambda: serve_http(
-                self, host=host, port=port, path=path, trace=trace, entry_point=entry_point
+                self, host=host, port=port, path=path, trace=trace, entry_point=entry_point,
+                **http_options,
             ))
             return
         if transport in ("ws", "websocket"):

@@ -72,6 +72,8 @@ class Redactor:
     _raw_pair: re.Pattern[str] = attrs.field(init=False)
     #: Secret values seen so far (text, and as they appear inside encoded JSON).
     _learned: dict[str, bytes] = attrs.field(init=False, factory=dict)
+    #: is_secret_key answers by key: a trace has few distinct keys and many events.
+    _key_cache: dict[str, bool] = attrs.field(init=False, factory=dict)
 
     def __attrs_post_init__(self) -> None:
         pat = _key_regex(self.keys)
@@ -87,7 +89,12 @@ class Redactor:
 
     def is_secret_key(self, key: str) -> bool:
         """Whether values under ``key`` are redacted."""
-        return normalize_key(key) in self._norm
+        known = self._key_cache.get(key)
+        if known is None:
+            known = normalize_key(key) in self._norm
+            if len(self._key_cache) < 4096:  # peers choose keys: keep the cache bounded
+                self._key_cache[key] = known
+        return known
 
     def might_hold_secret(self, data: bytes) -> bool:
         """A cheap over-approximation: False means ``data`` certainly holds no secret."""
@@ -96,6 +103,8 @@ class Redactor:
         return any(enc in data for enc in self._learned.values())
 
     def _learn(self, value: str) -> None:
+        if len(self._learned) >= 256:
+            return  # keys still redact; only the hunt for echoes stops growing
         if len(value) >= _MIN_REMEMBERED and value != REDACTED and value not in self._learned:
             self._learned[value] = orjson.dumps(value)[1:-1]
 

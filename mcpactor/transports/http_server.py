@@ -1,4 +1,4 @@
-"""The Streamable HTTP server: one ASGI app, served by hypercorn's Trio worker.
+"""The Streamable HTTP server: one ASGI app, served by our lean h11 server or hypercorn.
 
 One endpoint (``/mcp`` by default) takes POST (messages in; a JSON body or an SSE
 stream out), GET (the standalone SSE stream, or a resumption with ``Last-Event-ID``)
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpactor.http")
 
-__all__ = ["HttpOptions", "McpHttpApp", "serve_app", "serve_http"]
+__all__ = ["HTTP_SERVERS", "HttpOptions", "McpHttpApp", "serve_app", "serve_http"]
 
 
 class McpHttpApp:
@@ -444,10 +444,12 @@ async def serve_http(
     trace: str | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
     quiet: bool = False,
+    http_server: str = "h11",
     **options: Any,
 ) -> None:
     """Serve ``server`` over Streamable HTTP (and legacy HTTP+SSE) until cancelled.
 
+    ``http_server``: ``"h11"`` (our lean server, the default) or ``"hypercorn"``.
     ``options`` are :class:`HttpOptions` fields. With ``nursery.start`` the task status
     is the endpoint URL (useful with ``port=0``). Only loopback names and ``host`` are
     accepted in ``Host``/``Origin`` unless ``allowed_hosts``/``allowed_origins`` say
@@ -457,7 +459,13 @@ async def serve_http(
         # A server bound to one named address also answers to that name.
         options["allowed_hosts"] = LOCAL_HOSTS | {host.lower(), f"[{host.lower()}]"}
     app = McpHttpApp(server, HttpOptions(path=path, trace_dir=trace, **options))
-    await serve_app(app, host=host, port=port, quiet=quiet, task_status=task_status)
+    await serve_app(
+        app, host=host, port=port, quiet=quiet, server=http_server, task_status=task_status
+    )
+
+
+#: HTTP servers that can carry the app (``server=`` of :func:`serve_app`).
+HTTP_SERVERS = ("h11", "hypercorn")
 
 
 async def serve_app(
@@ -466,10 +474,36 @@ async def serve_app(
     host: str = "127.0.0.1",
     port: int = 8000,
     quiet: bool = False,
+    server: str = "h11",
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve an :class:`McpHttpApp` with hypercorn's Trio worker until cancelled; the
-    task status is the endpoint URL."""
+    """Serve an :class:`McpHttpApp` until cancelled; the task status is the endpoint URL.
+
+    ``server``: ``"h11"`` (default), our lean HTTP/1.1 server (:mod:`.h11_server`), or
+    ``"hypercorn"``, hypercorn's Trio worker (HTTP/2 and TLS options live there).
+    """
+    if server not in HTTP_SERVERS:
+        raise ValueError(f"unknown HTTP server {server!r}: use one of {', '.join(HTTP_SERVERS)}")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(app.run)
+        binds = await nursery.start(_SERVE[server], app, host, port)
+        url = (binds[0] if binds else f"http://{_bind(host, port)}") + app.options.path
+        if not quiet:
+            print(f"mcpactor: serving {app.server.info.name} on {url}", file=sys.stderr, flush=True)
+        task_status.started(url)
+
+
+async def _serve_h11(
+    app: McpHttpApp, host: str, port: int, *, task_status: trio.TaskStatus[list[str]]
+) -> None:
+    from mcpactor.transports.h11_server import serve_h11
+
+    await serve_h11(app, host=host, port=port, task_status=task_status)
+
+
+async def _serve_hypercorn(
+    app: McpHttpApp, host: str, port: int, *, task_status: trio.TaskStatus[list[str]]
+) -> None:
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
@@ -478,13 +512,8 @@ async def serve_app(
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = 1.0
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        asgi_app = cast(Any, app)  # hypercorn's ASGI typing is stricter than our dict-based one
-        binds = await nursery.start(
-            lambda task_status: serve(asgi_app, config, task_status=task_status)
-        )
-        url = (binds[0] if binds else f"http://{_bind(host, port)}") + app.options.path
-        if not quiet:
-            print(f"mcpactor: serving {app.server.info.name} on {url}", file=sys.stderr, flush=True)
-        task_status.started(url)
+    asgi_app = cast(Any, app)  # hypercorn's ASGI typing is stricter than our dict-based one
+    await serve(asgi_app, config, task_status=task_status)
+
+
+_SERVE = {"h11": _serve_h11, "hypercorn": _serve_hypercorn}

@@ -74,7 +74,12 @@ def test_truncated_traces_exit_2(tmp_path: Path) -> None:
     short = tmp_path / "short.jsonl"
     short.write_bytes(b"".join(lines[:-3]))  # whole lines, but no session_closed
     code, _, err = run_cli("replay", str(short))
-    assert code == 2 and "session_closed" in err
+    assert code == 2 and "session_closed" in err and "--until" in err
+    # What was recorded can still be replayed up to where it stops, and shown.
+    last = len(lines) - 4
+    code, out, _ = run_cli("replay", str(short), "--until", str(last), "--server", RACE_SERVER)
+    assert code == 0 and f"{last}/{last} events" in out
+    assert run_cli("trace", "show", str(short))[0] == 0
     with pytest.raises(TraceError):
         load_trace(tmp_path / "missing.jsonl")
 

@@ -175,3 +175,17 @@ def test_client_side_traces_record_progress_timers_and_local_cancellations() -> 
     assert cancel["by"] == "local" and cancel["reason"] == "timeout"
     # Times are virtual: 0.2 s of progress steps, then the 1 s timeout.
     assert [e["t"] for e in events if e["kind"] == "timer_fired"] == [1.2]
+
+
+def test_handlers_using_random_replay_with_the_recorded_seed(tmp_path: Path) -> None:
+    path = tmp_path / "dice.jsonl"
+    calls = [_msg({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                   "params": {"name": "roll", "arguments": {"sides": 1000000}}})
+             for i in range(1, 6)]
+    _record(path, calls)
+    rolls = [e["msg"]["result"]["structuredContent"]["result"]
+             for e in map(orjson.loads, path.read_bytes().splitlines()[1:])
+             if e["kind"] == "message_out" and "result" in e["msg"] and e["msg"]["id"] != 0]
+    assert len(set(rolls)) == 5
+    result = replay(load_trace(path))
+    assert result.faithful, result.divergence  # the same five numbers came up again

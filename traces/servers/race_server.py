@@ -105,3 +105,11 @@ async def withdraw(amount: int) -> dict[str, int]:
 async def echo_secret(token: str) -> str:
     """Echo a secret back (tests that traces redact it)."""
     return f"your token is {token}"
+
+
+@server.tool()
+async def roll(sides: int) -> int:
+    """Roll a die with Python's `random` (the trace's seed makes it replayable)."""
+    import random
+
+    return random.randint(1, sides)

@@ -1,0 +1,86 @@
+"""`mcpactor run --transport http` with its options, as a real process on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from email.message import Message
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = f"{ROOT / 'tests' / 'transports' / 'stdio_server.py'}:server"
+INIT = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _post(port: int, body: dict[str, object], headers: dict[str, str] | None = None) -> tuple[int, Message, bytes]:
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/mcp",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **(headers or {})},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.headers, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers, err.read()
+
+
+def _serve(*flags: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpactor.cli", "run", SERVER, "--transport", "http", "--port", str(port), *flags],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc, port
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(f"server did not start: {proc.stderr.read() if proc.stderr else b''!r}")
+
+
+def test_json_response_and_stateless_flags() -> None:
+    proc, port = _serve("--json-response", "--stateless")
+    try:
+        status, headers, body = _post(port, INIT)
+        assert status == 200
+        assert headers.get("Content-Type", "").startswith("application/json")
+        assert "Mcp-Session-Id" not in headers  # stateless: no session ids
+        assert json.loads(body)["result"]["protocolVersion"] == "2025-06-18"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_default_has_sessions_and_host_checks() -> None:
+    proc, port = _serve("--allow-host", "mcp.internal")
+    try:
+        status, headers, body = _post(port, INIT)
+        assert status == 200
+        assert headers.get("Mcp-Session-Id")
+        assert b'"protocolVersion":"2025-06-18"' in body.replace(b" ", b"")
+        status, _, _ = _post(port, INIT, {"Host": "evil.example"})
+        assert 400 <= status < 500
+        status, _, _ = _post(port, INIT, {"Host": f"mcp.internal:{port}"})
+        assert status == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)
