@@ -11,6 +11,7 @@ Exit status 0 when the scenario's steps ran, 1 otherwise.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -19,6 +20,15 @@ from typing import Any
 import trio
 
 from mcpactor import ClientHandlers, connect_http
+from mcpactor.auth import (
+    AuthorizationCodeGrant,
+    ClientConfig,
+    ClientCredentialsGrant,
+    CrossAppAccessGrant,
+    HeadlessRedirectHandler,
+    OAuthClient,
+)
+from mcpactor.auth.grants import Grant
 from mcpactor.protocol.types import ElicitResult
 from mcpactor.session.context import RequestContext
 
@@ -68,6 +78,56 @@ async def sse_retry(url: str) -> None:
         await client.call_tool("test_reconnection", {})
 
 
+#: The client id the suite expects when its authorization server supports Client ID
+#: Metadata Documents (the URL need not resolve).
+CIMD_CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
+def _context() -> dict[str, Any]:
+    """Scenario data the suite passes in ``MCP_CONFORMANCE_CONTEXT`` (credentials...)."""
+    raw = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    data = json.loads(raw) if raw else {}
+    return data if isinstance(data, dict) else {}
+
+
+def oauth_for(url: str, scenario: str) -> OAuthClient:
+    """The OAuth client each auth scenario calls for."""
+    ctx = _context()
+    grant: Grant
+    if scenario in ("auth/client-credentials-jwt", "auth/client-credentials-basic"):
+        config = ClientConfig(
+            client_id=ctx["client_id"], client_secret=ctx.get("client_secret"),
+            private_key_pem=ctx.get("private_key_pem"),
+            signing_algorithm=ctx.get("signing_algorithm") or "ES256",
+        )
+        grant = ClientCredentialsGrant()
+    elif scenario == "auth/cross-app-access-complete-flow":
+        config = ClientConfig(client_id=ctx["client_id"], client_secret=ctx["client_secret"])
+        grant = CrossAppAccessGrant(
+            idp_token_endpoint=ctx["idp_token_endpoint"], id_token=ctx["idp_id_token"],
+            idp_client_id=ctx["idp_client_id"],
+        )
+    else:
+        # The suite's authorization server approves at once: follow its redirect
+        # headlessly instead of opening a browser.
+        config = ClientConfig(
+            client_id=ctx.get("client_id"), client_secret=ctx.get("client_secret"),
+            client_metadata_url=CIMD_CLIENT_METADATA_URL, client_name="mcpactor-conformance",
+        )
+        grant = AuthorizationCodeGrant(HeadlessRedirectHandler())
+    return OAuthClient(url, config=config, grant=grant)
+
+
+async def auth_scenario(url: str) -> None:
+    """Connect through OAuth, list the tools, call ``test-tool`` when there is one."""
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    auth = oauth_for(url, scenario)
+    async with connect_http(url, auth=auth, timeout=10) as client:
+        tools = await client.list_tools()
+        if any(t.name == "test-tool" for t in tools.tools):
+            await client.call_tool("test-tool", {})
+
+
 SCENARIOS = {
     "initialize": initialize,
     "tools_call": tools_call,
@@ -84,7 +144,7 @@ def main() -> int:
         return 2
     url = sys.argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "initialize")
-    run = SCENARIOS.get(scenario)
+    run = SCENARIOS.get(scenario) or (auth_scenario if scenario.startswith("auth/") else None)
     if run is None:
         print(f"conformance_client: scenario {scenario!r} is not supported", file=sys.stderr)
         return 1

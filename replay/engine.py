@@ -27,6 +27,8 @@ __all__ = [
 
 #: How many scheduler decisions before a divergence the search considers flipping.
 _WINDOW = 12
+#: How many of the last inputs before a divergence the search considers.
+_INPUTS = 3
 
 
 def replay(trace: Trace, options: ReplayOptions = ReplayOptions()) -> ReplayResult:  # noqa: B008
@@ -64,25 +66,40 @@ def replay(trace: Trace, options: ReplayOptions = ReplayOptions()) -> ReplayResu
 def _search(trace: Trace, spec: str, options: ReplayOptions) -> tuple[Run | None, int]:
     """The first faithful exact run, and how many runs the search made."""
     budget = max(1, options.schedules)
-    queue: list[tuple[int, int, tuple[bool, ...]]] = [(0, 0, ())]
-    seen: set[tuple[bool, ...]] = {()}
+    root = Schedule(exact=True)
+    queue: list[tuple[int, int, Schedule]] = [(0, 0, root)]
+    seen: set[Schedule] = {root}
     order = 0
     attempts = 0
     while queue and attempts < budget:
-        _, _, forced = heapq.heappop(queue)
-        run = run_once(trace, spec, options, Schedule(exact=True, forced=forced))
+        _, _, schedule = heapq.heappop(queue)
+        run = run_once(trace, spec, options, schedule)
         attempts += 1
         if run.result.faithful:
             return run, attempts
         at = run.diverged_at_coin
         if at is None:
             continue
-        # Reverse one of the last decisions before the divergence; later ones first,
-        # since a race is usually decided just before it shows.
-        for j in range(at - 1, max(len(forced), at - _WINDOW) - 1, -1):
-            child = (*run.decisions[:j], not run.decisions[j])
+        for child in _children(schedule, run, at):
             if child not in seen:
                 seen.add(child)
                 order += 1
                 heapq.heappush(queue, (-run.result.reproduced, order, child))
     return None, attempts
+
+
+def _children(schedule: Schedule, run: Run, at: int) -> list[Schedule]:
+    """Schedules that change one decision made shortly before the divergence."""
+    children = []
+    # Reverse one of the last coin flips; later ones first, since a race is usually
+    # decided just before it shows.
+    for j in range(at - 1, max(len(schedule.forced), at - _WINDOW) - 1, -1):
+        forced = (*run.decisions[:j], not run.decisions[j])
+        children.append(attrs.evolve(schedule, forced=forced))
+    # Or let the reader take one of the last inputs without yielding, as a stream
+    # transport does with lines already buffered (the coins up to there stay).
+    for index, coins in reversed(run.yields[-_INPUTS:]):
+        if coins >= len(schedule.forced):
+            children.append(attrs.evolve(schedule, forced=run.decisions[:coins],
+                                         no_yield=schedule.no_yield | {index}))
+    return children

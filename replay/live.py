@@ -44,7 +44,9 @@ async def _open(target: str, nursery: trio.Nursery) -> Transport:
                                              open_get_stream=True)
     from mcpactor.transports.stdio import StdioClientTransport
 
-    return await StdioClientTransport.spawn(shlex.split(target))
+    # Generous shutdown: a server may drain in-flight work after end of input, and
+    # killing it early would cut its own trace short.
+    return await StdioClientTransport.spawn(shlex.split(target), shutdown_timeout=10.0)
 
 
 async def _drive(trace: Trace, target: str, timeout: float) -> tuple[list[Any], list[str]]:

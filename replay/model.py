@@ -34,10 +34,13 @@ class ReplayOptions:
 @attrs.frozen
 class Schedule:
     """One way of running a replay: exact (actors interleave as recorded) or per actor
-    (only each actor's own order is checked), with scheduler coin flips dictated."""
+    (only each actor's own order is checked), with scheduler coin flips dictated
+    (``forced``) and the inputs (by event index) that the reader takes without yielding
+    (``no_yield``: a stream transport hands out lines it has already buffered at once)."""
 
     exact: bool = True
     forced: tuple[bool, ...] = ()
+    no_yield: frozenset[int] = frozenset()
 
 
 @attrs.frozen

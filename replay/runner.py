@@ -34,6 +34,7 @@ class Run:
     result: ReplayResult
     decisions: tuple[bool, ...]
     diverged_at_coin: int | None
+    yields: tuple[tuple[int, int], ...] = ()
 
 
 def resolve_entry_point(spec: str, trace_path: Path | None) -> str:
@@ -92,7 +93,8 @@ def run_once(trace: Trace, spec: str, options: ReplayOptions, schedule: Schedule
         output=tuple(matcher.recorder.lines),
         schedule=schedule,
     )
-    return Run(result, tuple(coins.decisions), matcher.diverged_at_coin)
+    transport: ReplayTransport = box["transport"]
+    return Run(result, tuple(coins.decisions), matcher.diverged_at_coin, tuple(transport.yields))
 
 
 async def _main(
@@ -129,7 +131,14 @@ async def _main(
         coin_count=lambda: len(coins.decisions),
     )
     box["matcher"] = matcher
-    transport = ReplayTransport(matcher, str(header.get("transport")), grace=options.grace)
+    transport = ReplayTransport(
+        matcher,
+        str(header.get("transport")),
+        grace=options.grace,
+        no_yield=schedule.no_yield,
+        coin_count=lambda: len(coins.decisions),
+    )
+    box["transport"] = transport
     session = server.new_session(transport, tracer=matcher, session_id=trace.session)
     transport.close_session = session.close
     if trace.events and trace.events[0].t > 0:

@@ -29,8 +29,21 @@ EARLY = 2.5e-10
 class ReplayTransport(Transport):
     """Feeds recorded inputs to a session and checks recorded write failures."""
 
-    def __init__(self, matcher: Matcher, name: str, *, grace: float = 60.0) -> None:
+    def __init__(
+        self,
+        matcher: Matcher,
+        name: str,
+        *,
+        grace: float = 60.0,
+        no_yield: frozenset[int] = frozenset(),
+        coin_count: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.matcher = matcher
+        self.no_yield = no_yield
+        self._coin_count = coin_count
+        #: (input index, scheduler coins so far) for each input delivered after a yield
+        #: that did not wait: the points where the schedule search may skip the yield.
+        self.yields: list[tuple[int, int]] = []
         self.name = name
         self.grace = grace
         self._inputs = [ev for ev in matcher.events if ev.is_input]
@@ -69,9 +82,12 @@ class ReplayTransport(Transport):
             clock = trio.lowlevel.current_clock()
             assert isinstance(clock, trio.testing.MockClock)
             clock.jump(at - now)
-        if not waited:
-            # A live receive yields once whether or not a message is ready; so does
-            # this (the wait above already did), keeping live task interleavings.
+        if not waited and ev.index not in self.no_yield:
+            # A live receive from a memory channel yields once whether or not a message
+            # is ready, and so does this (the wait above already did); a stream
+            # transport returns lines it has buffered without yielding, which the
+            # schedule search tries when yielding here diverges.
+            self.yields.append((ev.index, self._coin_count()))
             await trio.lowlevel.checkpoint()
         if m.finished:
             await trio.sleep_forever()

@@ -168,7 +168,7 @@ client_mode() {
     local hard=0 scenario rc logf
     for scenario in $scenarios; do
         log "client mode: scenario $scenario, command: $cmd"
-        logf="$out/$scenario.log"
+        logf="$out/${scenario//\//_}.log"  # auth/* names hold a slash
         rc=0
         run_cli client --command "$cmd" --scenario "$scenario" \
             --timeout "${CONFORMANCE_TIMEOUT_MS:-30000}" -o "$out" >"$logf" 2>&1 || rc=$?

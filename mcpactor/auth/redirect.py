@@ -150,7 +150,7 @@ class LoopbackRedirectHandler:
                 data = await stream.receive_some(16384)
                 if not data:
                     return None
-                conn.receive_data(data)
+                conn.receive_data(bytes(data))
                 continue
             if isinstance(ev, h11.Request):
                 break

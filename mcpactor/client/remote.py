@@ -11,6 +11,7 @@ import trio
 from mcpactor.client.client import Client, connect_transport
 
 if TYPE_CHECKING:
+    from mcpactor.auth.client_flow import OAuthClient
     from mcpactor.transports.http_client import HttpPool
 
 __all__ = ["connect_http", "connect_sse", "connect_websocket"]
@@ -24,6 +25,7 @@ async def connect_http(
     legacy_fallback: bool = True,
     open_get_stream: bool = True,
     pool: HttpPool | None = None,
+    auth: OAuthClient | None = None,
     **options: Any,
 ) -> AsyncIterator[Client]:
     """Connect to a Streamable HTTP server (falling back to legacy HTTP+SSE when the
@@ -33,9 +35,18 @@ async def connect_http(
     of :func:`connect_transport` (``handlers``, ``client_info``, ``protocol_version``,
     ``timeout``, ``init_timeout``, ``tracer``, ``limits``). Leaving the block sends
     DELETE for the session. ``pool`` shares keep-alive connections (and lets tests count
-    them).
+    them). ``auth`` (an :class:`~mcpactor.auth.OAuthClient`) authorizes every request
+    with OAuth 2.1 and answers 401/403 challenges (see :mod:`mcpactor.auth`).
     """
     from mcpactor.transports.streamable_client import StreamableHttpClientTransport
+
+    # [auth] OAuth rides on the pool: every request the transport makes gets the token.
+    if auth is not None:
+        from mcpactor.auth.http_auth import AuthorizedPool
+
+        if pool is not None and not isinstance(pool, AuthorizedPool):
+            raise TypeError("pass either auth= or a plain pool=, not both")
+        pool = pool or AuthorizedPool(auth)
 
     async with trio.open_nursery() as nursery:
         transport = StreamableHttpClientTransport(

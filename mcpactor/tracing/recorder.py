@@ -30,6 +30,12 @@ TRACE_FORMAT_VERSION = 1
 _BATCH_EVENTS = 256
 #: ... or after this many seconds of wall time, so a live trace is never far behind.
 _BATCH_SECONDS = 0.05
+#: ... or at once for these: rare events after which a session often goes quiet or dies
+#: (a process killed while draining must not take the story of its end with it).
+_URGENT = frozenset({
+    "transport_closed", "transport_broken", "draining", "cancel_applied", "handler_failed",
+    "actor_failed", "actor_stopped", "session_closed",
+})
 
 
 @attrs.frozen
@@ -165,7 +171,7 @@ class _BufferedRecorder:
         # Hold the header back until the protocol version is known (it is negotiated a
         # few events in), unless the batch grows large first.
         if self._header_done or self.header.protocol_version is not None:
-            if len(self._events) >= _BATCH_EVENTS or (
+            if len(self._events) >= _BATCH_EVENTS or kind in _URGENT or (
                 time.monotonic() - self._last_handoff >= _BATCH_SECONDS
             ):
                 self.flush()

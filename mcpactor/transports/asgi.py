@@ -115,9 +115,9 @@ async def sse_chunk(send: Send, data: bytes) -> None:
     await send({"type": "http.response.body", "body": data, "more_body": True})
 
 
-async def end_body(send: Send) -> None:
-    """Finish a streamed response."""
-    await send({"type": "http.response.body", "body": b"", "more_body": False})
+async def end_body(send: Send, data: bytes = b"") -> None:
+    """Finish a streamed response (with a last chunk of already-encoded bytes)."""
+    await send({"type": "http.response.body", "body": data, "more_body": False})
 
 
 async def watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:

@@ -54,7 +54,12 @@ class Stream:
         self.delivered = 0
         self.done = False
         self.generation = 0
-        self._changed = trio.Event()
+        #: Carries something other than responses (progress, logs, server requests):
+        #: such a stream must go out as SSE, it cannot be one JSON body.
+        self.mixed = False
+        # Created on first wait: most streams are answered before anyone waits, and a
+        # trio.Event per append is measurable on the per-call path.
+        self._changed: trio.Event | None = None
 
     # -- producer side ------------------------------------------------------------
 
@@ -91,8 +96,10 @@ class Stream:
         return self.generation
 
     def _wake(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
+        changed = self._changed
+        if changed is not None:
+            self._changed = None
+            changed.set()
 
     # -- consumer side ------------------------------------------------------------
 
@@ -108,6 +115,8 @@ class Stream:
 
     async def wait_changed(self) -> None:
         """Sleep until an event is appended or the stream is detached or finished."""
+        if self._changed is None:
+            self._changed = trio.Event()
         await self._changed.wait()
 
     def event_id(self, seq: int) -> str:
@@ -121,7 +130,10 @@ class EventStore:
     def __init__(self, max_events: int = 1000) -> None:
         self.max_events = max_events
         self.streams: dict[int, Stream] = {}
-        self._order: deque[Stream] = deque()  # which stream holds each stored event, oldest first
+        # The stream number of each stored event, oldest first. Numbers, not streams: a
+        # discarded stream is freed at once, its entries are skipped when they come up.
+        self._order: deque[int] = deque()
+        self._live = 0  # stored events of streams still in the store
         self._next_no = 0
 
     def new_stream(self, *, standalone: bool = False) -> Stream:
@@ -144,16 +156,30 @@ class EventStore:
     @property
     def size(self) -> int:
         """Events stored across all streams."""
-        return len(self._order)
+        return self._live
+
+    def discard(self, stream: Stream) -> None:
+        """Forget a finished stream nobody can resume (it was answered as JSON)."""
+        if self.streams.pop(stream.no, None) is stream:
+            self._live -= len(stream.events)
+            stream.events.clear()
+        if len(self._order) > 2 * self.max_events:
+            # Entries of discarded streams would otherwise pile up between evictions.
+            self._order = deque(no for no in self._order if no in self.streams)
 
     def _added(self, stream: Stream) -> None:
-        self._order.append(stream)
-        while len(self._order) > self.max_events:
-            oldest = self._order.popleft()
+        self._order.append(stream.no)
+        self._live += 1
+        streams = self.streams
+        while self._live > self.max_events:
+            oldest = streams.get(self._order.popleft())
+            if oldest is None:
+                continue  # discarded: its events were already uncounted
             if oldest.events:
                 oldest.events.popleft()
-            if oldest.done and not oldest.events and oldest.pending == set():
-                self.streams.pop(oldest.no, None)
+                self._live -= 1
+            if oldest.done and not oldest.events and not oldest.pending:
+                del streams[oldest.no]
 
     def finish_all(self) -> None:
         """Wake every consumer: the session is over."""

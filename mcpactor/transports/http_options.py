@@ -14,8 +14,15 @@ class HttpOptions:
     """How the HTTP app behaves; every field has a safe default."""
 
     path: str = "/mcp"
-    #: Answer requests with ``application/json`` instead of SSE streams.
-    json_response: bool = False
+    #: How POSTed requests are answered. ``None`` (default): per request, one JSON body
+    #: when the handlers send nothing but their responses within ``json_window``, an
+    #: SSE stream as soon as they send anything else (progress, logs, requests), close
+    #: the stream for SSE polling, or take longer. ``True``: always JSON (other messages go to the GET stream). ``False``:
+    #: always an SSE stream (resumable even when the connection drops mid-request).
+    json_response: bool | None = None
+    #: Per-request mode: seconds a silent request may take and still be answered with
+    #: JSON; after that its POST gets an SSE stream (headers and a priming event).
+    json_window: float = 0.1
     #: No session ids: every POST gets its own short-lived session.
     stateless: bool = False
     enable_get: bool = True

@@ -15,6 +15,7 @@ nothing a client sends produces a traceback.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 from typing import TYPE_CHECKING, Any, cast
@@ -64,6 +65,12 @@ class McpHttpApp:
         self.policy = OriginPolicy(self.options.allowed_hosts, self.options.allowed_origins)
         self.sessions: dict[str, HttpSession] = {}
         self._nursery: trio.Nursery | None = None
+
+    @property
+    def response_mode(self) -> str:
+        """The :class:`HttpSession` mode that ``options.json_response`` asks for."""
+        jr = self.options.json_response
+        return "auto" if jr is None else "json" if jr else "sse"
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -281,14 +288,14 @@ class McpHttpApp:
         if len(self.sessions) >= self.options.max_sessions:
             await asgi.send_error(send, HttpError(503, "Service Unavailable: too many sessions"))
             return
-        mode = "json" if self.options.json_response else "sse"
-        hs = await self.start_session(mode)
+        hs = await self.start_session(self.response_mode)
         assert hs.session is not None
         stream = hs.open_request_stream([msg.id])
         await hs.transport.deliver(body)
         while not stream.done:
             await stream.wait_changed()
         answer = b"".join(data for _, data in stream.after(0))
+        hs.store.discard(stream)
         if not answer or is_error_response(answer) or self.options.stateless:
             # A failed initialize leaves no session behind (nor does a stateless one).
             hs.session.close("initialize failed" if not self.options.stateless else "stateless")
@@ -334,34 +341,59 @@ class McpHttpApp:
         self, hs: HttpSession, stream: Stream, receive: Receive, send: Send,
         version: str | None, *, resumable: bool = True,
     ) -> None:
-        """Answer a POST's requests: one JSON body (JSON mode) or the stream as SSE."""
+        """Answer a POST's requests: one JSON body, or the stream as SSE (see
+        :attr:`HttpOptions.json_response` for how the mode picks)."""
         sid_header = [] if self.options.stateless else [(b"mcp-session-id", hs.id.encode())]
-        if hs.mode == "json":
-            hs.active_requests += 1
-            try:
-                with trio.CancelScope() as scope:
-                    async with trio.open_nursery() as nursery:
-                        nursery.start_soon(asgi.watch_disconnect, receive, scope)
-                        while not stream.done:
-                            await stream.wait_changed()
-                        nursery.cancel_scope.cancel()
-            finally:
-                hs.active_requests -= 1
-                hs.touch()
-            if scope.cancelled_caught:
-                return  # the client left; the request itself goes on (spec: not a cancel)
-            parts = [data for _, data in stream.after(0)]
-            if not parts:
-                await asgi.send_error(send, HttpError(500, "the session ended before answering",
-                                                      -32603))
+        generation = stream.generation
+        if hs.mode != "sse":
+            auto = hs.mode == "auto"
+            if not self._decided(stream, auto, generation):
+                hs.active_requests += 1
+                left = trio.CancelScope()
+                try:
+                    # auto: a call still silent after the window gets an SSE stream, so
+                    # long calls are primed (resumable) and their client sees headers.
+                    window = self.options.json_window if auto else math.inf
+                    with trio.move_on_after(window), left:
+                        async with trio.open_nursery() as nursery:
+                            nursery.start_soon(asgi.watch_disconnect, receive, left)
+                            while not self._decided(stream, auto, generation):
+                                await stream.wait_changed()
+                            nursery.cancel_scope.cancel()
+                finally:
+                    hs.active_requests -= 1
+                    hs.touch()
+                if left.cancelled_caught:
+                    return  # the client left; the request itself goes on (spec: not a cancel)
+            if not auto or (stream.done and not stream.mixed):
+                await self._answer_json(hs, stream, send, sid_header)
                 return
-            body = parts[0] if len(parts) == 1 else jsonrpc.encode_batch(parts)
-            await asgi.send_json(send, body, sid_header)
-            return
         priming = resumable and version is not None and versions.at_least(
             version, versions.V2025_11_25
         )
-        await self.pump(hs, stream, 0, receive, send, sid_header, priming)
+        # A stream detached (SSE polling) before it carried anything is not taken over:
+        # its response is the priming event alone; the client resumes it with a GET.
+        detached = stream.generation != generation
+        await self.pump(hs, stream, 0, receive, send, sid_header, priming, attach=not detached)
+
+    @staticmethod
+    def _decided(stream: Stream, auto: bool, generation: int) -> bool:
+        if stream.done:
+            return True
+        return auto and (stream.mixed or stream.generation != generation)
+
+    async def _answer_json(
+        self, hs: HttpSession, stream: Stream, send: Send, headers: list[tuple[bytes, bytes]]
+    ) -> None:
+        parts = [data for _, data in stream.after(0)]
+        # Nobody can resume a JSON answer: its events need not be kept.
+        hs.store.discard(stream)
+        if not parts:
+            await asgi.send_error(send, HttpError(500, "the session ended before answering",
+                                                  -32603))
+            return
+        body = parts[0] if len(parts) == 1 else jsonrpc.encode_batch(parts)
+        await asgi.send_json(send, body, headers)
 
     # -- GET and DELETE -------------------------------------------------------------------
 
@@ -417,15 +449,18 @@ class McpHttpApp:
     async def pump(
         self, hs: HttpSession, stream: Stream, after: int, receive: Receive, send: Send,
         headers: list[tuple[bytes, bytes]], priming: bool, *, legacy: bool = False,
+        attach: bool = True,
     ) -> None:
-        """Take over ``stream`` and write it (after seq ``after``) as this SSE response."""
+        """Take over ``stream`` and write it (after seq ``after``) as this SSE response
+        (``attach=False``: only the head and priming event, leaving the stream alone)."""
         opts = PumpOptions(
             priming_retry_ms=self.options.retry_ms if priming else None,
             with_ids=not legacy,
             started=legacy,
             ping_interval=self.options.ping_interval,
         )
-        await pump_stream(hs, stream, after, stream.attach(), receive, send, headers, opts)
+        generation = stream.attach() if attach else -1  # -1: never the stream's generation
+        await pump_stream(hs, stream, after, generation, receive, send, headers, opts)
 
 
 # -- serving ------------------------------------------------------------------------------

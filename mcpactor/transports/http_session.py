@@ -52,8 +52,10 @@ class HttpSession:
     """Routing state of one session: request streams, the standalone stream, activity.
 
     ``mode``: ``"sse"`` (requests answered on SSE streams; messages tied to a request go
-    on its stream), ``"json"`` (requests answered with JSON bodies; other messages go on
-    the standalone stream), ``"single"`` (legacy HTTP+SSE: everything on one stream).
+    on its stream), ``"auto"`` (routed as ``"sse"``; the POST is answered with JSON when
+    its stream turns out to hold nothing but responses), ``"json"`` (requests answered
+    with JSON bodies; other messages go on the standalone stream), ``"single"`` (legacy
+    HTTP+SSE: everything on one stream).
     """
 
     def __init__(
@@ -134,6 +136,8 @@ class HttpSession:
         if self.mode == "single":
             self.standalone.append(data)
         else:
+            if not ids:
+                stream.mixed = True
             stream.append(data)
         if ids:
             for rid in ids:

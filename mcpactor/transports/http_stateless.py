@@ -36,9 +36,8 @@ async def stateless_post(
     if is_batch and not versions.allows_batches(version):
         await asgi.send_error(send, invalid_request("Invalid Request: batches not allowed"))
         return
-    mode = "json" if app.options.json_response else "sse"
     hs = await app.start_session(
-        mode, drop_ids=frozenset({STATELESS_INIT_ID}), resumable=False
+        app.response_mode, drop_ids=frozenset({STATELESS_INIT_ID}), resumable=False
     )
     assert hs.session is not None
     try:

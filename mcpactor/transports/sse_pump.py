@@ -34,21 +34,30 @@ async def pump_stream(
     receive: Receive, send: Send, headers: list[tuple[bytes, bytes]], opts: PumpOptions,
 ) -> None:
     """Stream ``stream``'s events after seq ``after`` as one SSE response, until the
-    stream completes, another response takes it over, or the client leaves."""
+    stream completes, another response takes it over, or the client leaves.
+
+    Writes are coalesced: the priming event goes out with the first events when they
+    are already there, and the last events with the end of the body.
+    """
     hs.active_requests += 1
     try:
         if not opts.started:
             await asgi.start_sse(send, headers)
+        prefix = b""
         if opts.priming_retry_ms is not None:
-            await asgi.sse_chunk(
-                send, encode_event(b"", id=stream.event_id(after), retry=opts.priming_retry_ms)
-            )
-        with trio.CancelScope() as scope:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(asgi.watch_disconnect, receive, scope)
-                await _pump_events(stream, after, generation, send, opts)
-                nursery.cancel_scope.cancel()
-        if not scope.cancelled_caught:
+            prefix = encode_event(b"", id=stream.event_id(after), retry=opts.priming_retry_ms)
+        if stream.done:
+            # Everything is already here: nothing to wait for, so no disconnect watcher.
+            ended = await _pump_events(stream, after, generation, send, opts, prefix)
+            left = False
+        else:
+            with trio.CancelScope() as scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(asgi.watch_disconnect, receive, scope)
+                    ended = await _pump_events(stream, after, generation, send, opts, prefix)
+                    nursery.cancel_scope.cancel()
+            left = scope.cancelled_caught
+        if not ended and not left:
             await asgi.end_body(send)
     finally:
         hs.active_requests -= 1
@@ -56,24 +65,38 @@ async def pump_stream(
 
 
 async def _pump_events(
-    stream: Stream, after: int, generation: int, send: Send, opts: PumpOptions
-) -> None:
+    stream: Stream, after: int, generation: int, send: Send, opts: PumpOptions, prefix: bytes
+) -> bool:
+    """Write events as they come; True when the last write also ended the body."""
     ping = opts.ping_interval
     while stream.generation == generation:
         batch = stream.after(after)
         if batch:
-            chunk = b"".join(
+            chunk = prefix + b"".join(
                 encode_event(data, id=stream.event_id(seq) if opts.with_ids else None)
                 for seq, data in batch
             )
+            prefix = b""
             after = batch[-1][0]
             stream.delivered = max(stream.delivered, after)
+            if stream.complete_after(after):
+                await asgi.end_body(send, chunk)
+                return True
             await asgi.sse_chunk(send, chunk)
             continue
+        if prefix:
+            # The priming event goes out at once, events or not (the client needs an
+            # id to resume from if the connection drops before the first event).
+            await asgi.sse_chunk(send, prefix)
+            prefix = b""
+            continue
         if stream.complete_after(after):
-            return
+            return False
         with trio.move_on_after(ping if ping is not None else math.inf) as timer:
             await stream.wait_changed()
         if timer.cancelled_caught:
             # Keep-alive: also how a vanished client is noticed on an idle stream.
             await asgi.sse_chunk(send, encode_comment("ping"))
+    if prefix:
+        await asgi.sse_chunk(send, prefix)
+    return False

@@ -65,8 +65,9 @@ async def test_resume_after_killing_the_connection_loses_and_duplicates_nothing(
 
 
 async def test_resumption_replays_only_the_broken_stream() -> None:
+    # Always-SSE mode: by default a quick echo is answered with JSON, not a stream.
     with trio.fail_after(TIMEOUT):
-        async with running_app() as (_, url):
+        async with running_app(json_response=False) as (_, url):
             raw = RawClient(url)
             await raw.initialize()
             a = await raw.post(request_body(1, "tools/call", {"name": "echo", "arguments": {"text": "A"}}))

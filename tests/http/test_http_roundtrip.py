@@ -60,7 +60,7 @@ async def test_sse_polling_only_closes_streams_of_primed_clients() -> None:
     # Before 2025-11-25 there is no priming event, so the client could not resume: the
     # server keeps the stream open and answers on it. Same in stateless mode.
     with trio.fail_after(TIMEOUT):
-        async with running_app() as (_, url):
+        async with running_app(json_response=False) as (_, url):
             raw = RawClient(url)
             await raw.initialize("2025-06-18")
             resp = await raw.post(request_body(3, "tools/call", {"name": "poll", "arguments": {}}))
@@ -130,7 +130,7 @@ async def test_stateless_mode() -> None:
 
 async def test_batch_allowed_only_in_2025_03_26() -> None:
     with trio.fail_after(TIMEOUT):
-        async with running_app() as (_, url):
+        async with running_app(json_response=False) as (_, url):
             raw = RawClient(url)
             await raw.initialize("2025-03-26")
             batch = b"[" + request_body(1, "ping") + b"," + request_body(2, "tools/list") + b"]"

@@ -1,0 +1,43 @@
+"""OAuth 2.1 authorization for MCP over HTTP: the client flow and the resource server.
+
+Client: ``connect_http(url, auth=OAuthClient(url, ...))``. Server: see
+:mod:`mcpactor.auth.resource_server`.
+"""
+
+from __future__ import annotations
+
+from mcpactor.auth.challenge import Challenge, bearer_challenge, parse_www_authenticate
+from mcpactor.auth.client_flow import OAuthClient
+from mcpactor.auth.errors import AuthorizationError, TokenEndpointError
+from mcpactor.auth.grants import AuthorizationCodeGrant, ClientCredentialsGrant, CrossAppAccessGrant
+from mcpactor.auth.http_auth import AuthorizedPool
+from mcpactor.auth.redirect import HeadlessRedirectHandler, LoopbackRedirectHandler
+from mcpactor.auth.registration import ClientConfig
+from mcpactor.auth.storage import (
+    ClientInfo,
+    FileTokenStorage,
+    InMemoryTokenStorage,
+    TokenSet,
+    TokenStorage,
+)
+
+__all__ = [
+    "AuthorizationCodeGrant",
+    "AuthorizationError",
+    "AuthorizedPool",
+    "Challenge",
+    "ClientConfig",
+    "ClientCredentialsGrant",
+    "ClientInfo",
+    "CrossAppAccessGrant",
+    "FileTokenStorage",
+    "HeadlessRedirectHandler",
+    "InMemoryTokenStorage",
+    "LoopbackRedirectHandler",
+    "OAuthClient",
+    "TokenEndpointError",
+    "TokenSet",
+    "TokenStorage",
+    "bearer_challenge",
+    "parse_www_authenticate",
+]
