@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import trio
@@ -125,6 +125,7 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register an ``async def`` (or plain ``def``) as a tool.
 
@@ -133,6 +134,8 @@ class Server:
         an ``outputSchema`` and ``structuredContent``; ``structured_output=False`` turns
         that off, ``output_schema=`` overrides the generated one. ``input_schema=`` is
         published exactly as given (arguments are still checked against the hints).
+        ``scopes``: OAuth scopes a caller's token must hold (HTTP with ``auth=``; a
+        call without them is refused with 403 ``insufficient_scope``).
         """
 
         def register(fn: F) -> F:
@@ -160,7 +163,9 @@ class Server:
                 icons=_icons(icons),
                 meta=meta,
             )
-            self.tools[tool_name] = ToolEntry(fn, sig, tool, inspect.iscoroutinefunction(fn))
+            self.tools[tool_name] = ToolEntry(
+                fn, sig, tool, inspect.iscoroutinefunction(fn), tuple(scopes)
+            )
             return fn
 
         return register

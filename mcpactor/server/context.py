@@ -14,6 +14,7 @@ from mcpactor.session.session import Session
 from mcpactor.session.tracker import Timeout
 
 if TYPE_CHECKING:
+    from mcpactor.auth.verifier import AccessToken
     from mcpactor.server.app import Server
 
 #: Severity order of MCP log levels (RFC 5424 names), least severe first.
@@ -93,6 +94,14 @@ class Context:
     def client_capabilities(self) -> dict[str, Any]:
         """The capabilities the client declared."""
         return self._rc.session.connection.peer_capabilities or {}
+
+    @property
+    def auth(self) -> AccessToken | None:
+        """[auth] The validated OAuth token (``mcpactor.auth.AccessToken``: ``subject``,
+        ``client_id``, ``scopes``, ``claims``) the session's HTTP requests carry; None
+        when the server runs without ``auth=`` or over another transport."""
+        token: AccessToken | None = self._rc.session.attributes.get("auth")
+        return token
 
     # -- progress and logging ----------------------------------------------------------
 

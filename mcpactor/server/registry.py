@@ -29,6 +29,8 @@ class ToolEntry:
     sig: ToolSignature
     tool: t.Tool
     is_async: bool
+    #: [auth] OAuth scopes a token needs to call this tool over HTTP (mcpactor.auth).
+    scopes: tuple[str, ...] = ()
 
 
 @attrs.define(eq=False)

@@ -182,6 +182,7 @@ class Session:
                             self._idle = trio.Event()
                             await self._idle.wait()
                     handlers.cancel_scope.cancel()
+                    self._handlers = None  # feed() refuses from here on
                 self._shutdown_waiters()
                 # Closing the mailboxes lets the writer flush what is queued, then stop.
                 self._out_send.close()
@@ -226,8 +227,36 @@ class Session:
 
     # -- reader -----------------------------------------------------------------------
 
+    async def _take(self, data: bytes) -> None:
+        """Decode one inbound message and route its events (the reader's step)."""
+        events = self.connection.receive(data)
+        if self.tracer is not None:
+            first = events[0] if events else None
+            if isinstance(first, pc.Reply) and first.why == "parse error":
+                self._emit("reader", "message_in", {"raw": data.decode("utf-8", "replace")})
+            else:
+                self._emit("reader", "message_in", {"msg": _msg(data)})
+        for ev in events:
+            await self._route(ev, None)
+
+    async def feed(self, data: bytes) -> None:
+        """Take one inbound message in the caller's task, exactly as the reader would.
+
+        For message transports whose messages arrive in tasks of their own (each HTTP
+        POST is one): routing the message where it arrived saves the hop through the
+        transport's queue and the reader, a scheduler pass per message. Use it for all
+        of a transport's messages or none, or their order is lost. Raises
+        :class:`ConnectionClosed` once the session is closing.
+        """
+        if (self._handlers is None or self._eof or self._reader_scope.cancel_called
+                or self._out_broken):
+            raise ConnectionClosed("the session is closed")
+        try:
+            await self._take(data)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            raise ConnectionClosed("the session is closed") from None
+
     async def _reader(self) -> None:
-        conn = self.connection
         receive = self.transport.receive
         emit = self._emit if self.tracer is not None else None
         if emit:
@@ -257,15 +286,7 @@ class Session:
                     await self._send(encode_error(None, err))
                     continue
                 assert isinstance(data, bytes)
-                events = conn.receive(data)
-                if emit:
-                    first = events[0] if events else None
-                    if isinstance(first, pc.Reply) and first.why == "parse error":
-                        emit("reader", "message_in", {"raw": data.decode("utf-8", "replace")})
-                    else:
-                        emit("reader", "message_in", {"msg": _msg(data)})
-                for ev in events:
-                    await self._route(ev, None)
+                await self._take(data)
 
     async def _route(self, ev: pc.Event, batch: _BatchCollector | None) -> None:
         t = type(ev)
@@ -277,9 +298,12 @@ class Session:
                 self._slots.acquire_nowait()
             except trio.WouldBlock:
                 await self._slots.acquire()
+            if self._handlers is None:
+                # Only feed() gets here: the session closed while it waited for a slot.
+                self._slots.release()
+                raise ConnectionClosed("the session is closed")
             scope = trio.CancelScope()
             self._scopes[ev.id] = scope
-            assert self._handlers is not None
             self._handlers.start_soon(self._run_request, ev, scope, batch)
         elif t is pc.ResponseReceived:
             assert isinstance(ev, pc.ResponseReceived)

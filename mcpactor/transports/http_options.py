@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from mcpactor.transports.security import LOCAL_HOSTS
+
+if TYPE_CHECKING:
+    from mcpactor.auth.resource_server import ResourceServer
 
 __all__ = ["HttpOptions"]
 
@@ -48,3 +53,5 @@ class HttpOptions:
     #: A folder: one JSONL trace file per session.
     trace_dir: str | None = None
     entry_point: str | None = None
+    #: [auth] OAuth 2.1 resource server protecting the endpoints (mcpactor.auth).
+    auth: ResourceServer | None = None

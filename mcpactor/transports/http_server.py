@@ -15,7 +15,6 @@ nothing a client sends produces a traceback.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import sys
 from typing import TYPE_CHECKING, Any, cast
@@ -128,6 +127,8 @@ class McpHttpApp:
             max_in_flight=self.options.max_in_flight, drop_ids=drop_ids, resumable=resumable,
         )
         hs.session = self.server.new_session(hs.transport, tracer=self._tracer(sid), session_id=sid)
+        if self.options.auth is not None:
+            self.options.auth.bind(hs.session)  # [auth] the principal owns the session
         await self._nursery.start(self._run_session, hs)
         return hs
 
@@ -188,6 +189,11 @@ class McpHttpApp:
         path = scope.get("path", "")
         method = scope.get("method", "GET")
         opts = self.options
+        # [auth] OAuth resource server: metadata documents, then the bearer token.
+        if opts.auth is not None and await opts.auth.guard(
+            scope, headers, self._protected(path), send
+        ):
+            return
         if path == opts.path or path == opts.path.rstrip("/") + "/":
             if method == "POST":
                 await self._post(headers, receive, send)
@@ -230,7 +236,18 @@ class McpHttpApp:
         hs = self.sessions.get(sid.strip())
         if hs is None or hs.ended:
             return HttpError(404, "Not Found: unknown or expired session")
+        # [auth] a session answers only the principal that opened it.
+        if self.options.auth is not None and hs.session is not None:
+            if not self.options.auth.admits(hs.session):
+                return HttpError(403, "Forbidden: the session belongs to another principal")
         return hs
+
+    def _protected(self, path: str) -> bool:
+        """[auth] Whether ``path`` is one of the MCP endpoints (tokens required)."""
+        opts = self.options
+        mcp = opts.path.rstrip("/")
+        legacy = (opts.sse_path, opts.messages_path, opts.messages_path.rstrip("/"))
+        return path in (mcp, mcp + "/") or (opts.legacy_sse and path in legacy)
 
     # -- POST ---------------------------------------------------------------------------
 
@@ -261,6 +278,11 @@ class McpHttpApp:
             await asgi.send_error(send, invalid_request("Invalid Request: malformed batch item"))
             return
         is_batch = isinstance(parsed, jsonrpc.Batch)
+        # [auth] per-tool scopes: 403 insufficient_scope before the session sees the call.
+        if self.options.auth is not None and await self.options.auth.check_items(
+            self.server, items, send
+        ):
+            return
         if any(is_initialize(m) for m in items):
             if is_batch:
                 await asgi.send_error(
@@ -349,22 +371,12 @@ class McpHttpApp:
             auto = hs.mode == "auto"
             if not self._decided(stream, auto, generation):
                 hs.active_requests += 1
-                left = trio.CancelScope()
                 try:
-                    # auto: a call still silent after the window gets an SSE stream, so
-                    # long calls are primed (resumable) and their client sees headers.
-                    window = self.options.json_window if auto else math.inf
-                    with trio.move_on_after(window), left:
-                        async with trio.open_nursery() as nursery:
-                            nursery.start_soon(asgi.watch_disconnect, receive, left)
-                            while not self._decided(stream, auto, generation):
-                                await stream.wait_changed()
-                            nursery.cancel_scope.cancel()
+                    if not await self._wait_decided(stream, auto, generation, receive):
+                        return  # the client left; the request itself goes on (not a cancel)
                 finally:
                     hs.active_requests -= 1
                     hs.touch()
-                if left.cancelled_caught:
-                    return  # the client left; the request itself goes on (spec: not a cancel)
             if not auto or (stream.done and not stream.mixed):
                 await self._answer_json(hs, stream, send, sid_header)
                 return
@@ -375,6 +387,30 @@ class McpHttpApp:
         # its response is the priming event alone; the client resumes it with a GET.
         detached = stream.generation != generation
         await self.pump(hs, stream, 0, receive, send, sid_header, priming, attach=not detached)
+
+    async def _wait_decided(
+        self, stream: Stream, auto: bool, generation: int, receive: Receive
+    ) -> bool:
+        """Wait until :meth:`_decided` (auto: at most ``json_window``); False if the
+        client left meanwhile."""
+        # Most calls are answered within the window: waiting for them without a
+        # disconnect watcher saves a task and two epoll changes per call. A client that
+        # leaves meanwhile is noticed when the window ends.
+        with trio.move_on_after(self.options.json_window):
+            while not self._decided(stream, auto, generation):
+                await stream.wait_changed()
+        if auto or self._decided(stream, auto, generation):
+            # auto: a call still silent after the window gets an SSE stream, so long
+            # calls are primed (resumable) and their client sees headers.
+            return True
+        left = trio.CancelScope()
+        with left:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(asgi.watch_disconnect, receive, left)
+                while not self._decided(stream, auto, generation):
+                    await stream.wait_changed()
+                nursery.cancel_scope.cancel()
+        return not left.cancelled_caught
 
     @staticmethod
     def _decided(stream: Stream, auto: bool, generation: int) -> bool:

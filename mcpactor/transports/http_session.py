@@ -15,6 +15,7 @@ import orjson
 import trio
 
 from mcpactor.protocol import versions
+from mcpactor.protocol.errors import ConnectionClosed
 from mcpactor.protocol.jsonrpc import Notification, RequestId
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 from mcpactor.transports.event_store import EventStore, Stream
@@ -186,20 +187,29 @@ class HttpSessionTransport(Transport):
 
     def __init__(self, owner: HttpSession, inbound_buffer: int = 256) -> None:
         self.owner = owner
-        # Bounded: a client POSTing faster than its session reads waits in its POST
-        # (backpressure) instead of growing a queue.
+        # Carries no messages (deliver() feeds the session directly); closing it is how
+        # the session's reader learns that input has ended.
         self._in_send, self._in_recv = trio.open_memory_channel[bytes](inbound_buffer)
         self._closed = False
 
     async def deliver(self, data: bytes) -> None:
-        """Queue one inbound message (a POST body); waits while the queue is full."""
+        """Hand one inbound message (a POST body) to the session, in the POST's task.
+
+        Every message goes this way (never through :meth:`receive`), so the session
+        sees them in delivery order; it waits only when the session is at its limit
+        of concurrent requests (backpressure on the POST).
+        """
+        session = self.owner.session
+        if self._closed or session is None:
+            raise TransportClosed("the session is closed")
         try:
-            await self._in_send.send(data)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            await session.feed(data)
+        except ConnectionClosed:
             raise TransportClosed("the session is closed") from None
 
     async def receive(self) -> bytes | Oversize:
-        """The next POSTed message; EndOfChannel once the session is being closed."""
+        """Nothing arrives here (see :meth:`deliver`): the reader waits until the
+        session is being closed, then gets EndOfChannel."""
         try:
             return await self._in_recv.receive()
         except (trio.ClosedResourceError, trio.EndOfChannel):

@@ -46,6 +46,7 @@ async def pump_stream(
         prefix = b""
         if opts.priming_retry_ms is not None:
             prefix = encode_event(b"", id=stream.event_id(after), retry=opts.priming_retry_ms)
+        ended = False
         if stream.done:
             # Everything is already here: nothing to wait for, so no disconnect watcher.
             ended = await _pump_events(stream, after, generation, send, opts, prefix)

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import trio
 
 from mcpactor.protocol.framing import DEFAULT_MAX_MESSAGE
+from mcpactor.transports.fdstream import FdStream
 from mcpactor.transports.stream import StreamTransport
 
 
@@ -40,8 +41,8 @@ class StdioServerTransport(StreamTransport):
             sys.stdout.flush()
             os.dup2(2, 1)
         super().__init__(
-            trio.lowlevel.FdStream(out_fd),
-            trio.lowlevel.FdStream(os.dup(stdin_fd)),
+            FdStream(out_fd),
+            FdStream(os.dup(stdin_fd)),
             max_message_size=max_message_size,
         )
 

@@ -77,3 +77,16 @@ def test_serve_plays_a_recorded_server_to_a_real_client(tmp_path: Path) -> None:
 
     assert trio.run(against_the_recording) == recorded
     assert recorded[2] == "done progress=[0, 1, 2]"
+
+
+def test_real_stdio_recordings_of_races_replay_faithfully(tmp_path: Path) -> None:
+    """The corpus's client side, played to a real server process that records its own
+    (real-time) trace; each of those traces replays faithfully."""
+    for name in ("cancel_during_sampling", "reverse_responses", "racy_withdraw",
+                 "client_disconnect"):
+        recorded = tmp_path / f"{name}.jsonl"
+        run_cli("replay", str(TRACES / f"{name}.jsonl"), "--against",
+                _live(RACE_SERVER) + f" --trace {recorded}")
+        code, out, err = run_cli("replay", str(recorded))
+        assert code == 0, (name, out, err)
+        assert "faithful" in out
