@@ -30,11 +30,13 @@ unit: setup
 
 # The official conformance suite (@modelcontextprotocol/conformance): server mode
 # against examples/everything_server.py over HTTP, client mode with
-# examples/conformance_client.py. Any failure or warning fails the target.
+# examples/conformance_client.py (the auth/* client scenarios too). Any failure or
+# warning fails the target.
 conformance: setup
 	scripts/conformance.sh install
 	scripts/conformance-server.sh
 	scripts/conformance-client.sh
+	scripts/conformance-auth.sh
 
 test: lint typecheck unit conformance
 

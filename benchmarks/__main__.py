@@ -34,6 +34,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("--quick", action="store_true", help="one short round (<1 min); what CI runs")
     p.add_argument("--only", choices=["stdio", "http"], help="only this transport's workloads")
+    p.add_argument("--workloads", help="comma-separated workload names (default: all)")
     p.add_argument("--servers", help="comma-separated server names (default: all)")
     p.add_argument("--rounds", type=int, help="rounds (default 3, quick 1)")
     p.add_argument("--duration", type=float, help="seconds per measurement (default 2, quick 0.4)")
@@ -64,6 +65,14 @@ def main(argv: list[str] | None = None) -> None:
         unknown = set(cfg.servers) - {s.name for s in SERVERS}
         if unknown:
             sys.exit(f"unknown servers: {', '.join(sorted(unknown))}")
+    if args.workloads:
+        from benchmarks.harness import WORKLOADS
+
+        wanted = [w.strip() for w in args.workloads.split(",") if w.strip()]
+        unknown = set(wanted) - {w.name for w in WORKLOADS}
+        if unknown:
+            sys.exit(f"unknown workloads: {', '.join(sorted(unknown))}")
+        WORKLOADS[:] = [w for w in WORKLOADS if w.name in wanted]
     run(cfg)
 
 

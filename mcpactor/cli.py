@@ -51,8 +51,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     assert isinstance(server, Server)
     options = _http_options(args)
     if options and args.transport != "http":
-        raise CliError("the HTTP options (--json-response, --stateless, --allow-*, "
-                       "--session-timeout) need --transport http")
+        raise CliError("the HTTP options (--json-response, --sse-response, --server, "
+                       "--stateless, --allow-*, --session-timeout) need --transport http")
     try:
         server.run(
             args.transport,
@@ -74,8 +74,14 @@ def _http_options(args: argparse.Namespace) -> dict[str, object]:
     from mcpactor.transports.security import LOCAL_HOSTS
 
     options: dict[str, object] = {}
+    if args.json_response and args.sse_response:
+        raise CliError("--json-response and --sse-response exclude each other")
     if args.json_response:
         options["json_response"] = True
+    if args.sse_response:
+        options["json_response"] = False
+    if args.http_server is not None:
+        options["http_server"] = args.http_server
     if args.stateless:
         options["stateless"] = True
     if args.allow_host:
@@ -112,7 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", metavar="PATH", help="record the session as a JSONL trace")
     http = run.add_argument_group("HTTP options")
     http.add_argument("--json-response", action="store_true",
-                      help="answer requests with application/json instead of SSE streams")
+                      help="always answer requests with application/json (default: JSON "
+                      "unless the handler streams progress, logs or requests)")
+    http.add_argument("--sse-response", action="store_true",
+                      help="always answer requests with an SSE stream")
+    http.add_argument("--server", dest="http_server", choices=["h11", "hypercorn"],
+                      help="HTTP server: h11 (built in, the default) or hypercorn")
     http.add_argument("--stateless", action="store_true",
                       help="no sessions: every POST is its own short-lived session")
     http.add_argument("--allow-host", action="append", default=[], metavar="NAME",

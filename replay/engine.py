@@ -8,6 +8,9 @@ every recorded event happened again, in order.
 from __future__ import annotations
 
 import heapq
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import attrs
 
@@ -54,13 +57,33 @@ def replay(trace: Trace, options: ReplayOptions = ReplayOptions()) -> ReplayResu
     if not spec:
         raise ReplayError("the trace header names no entry point: pass --server module:attr")
     quiet = attrs.evolve(options, on_step=None, on_break=None, break_at=None)
-    found, attempts = _search(trace, str(spec), quiet)
     interactive = options.on_step is not None or options.break_at is not None
-    if found is None or interactive:
+    # The handlers' own logging would repeat once per run of the search; an interactive
+    # replay (stepping, a breakpoint) shows it, once.
+    with _logging_off(not interactive):
+        found, attempts = _search(trace, str(spec), quiet)
+        if found is None and not interactive:
+            found = run_once(trace, str(spec), options, Schedule(exact=False))
+            attempts += 1
+    if interactive:
         schedule = found.result.schedule if found is not None else Schedule(exact=False)
         found = run_once(trace, str(spec), options, schedule)
         attempts += 1
+    assert found is not None
     return attrs.evolve(found.result, attempts=attempts)
+
+
+@contextmanager
+def _logging_off(off: bool) -> Iterator[None]:
+    if not off:
+        yield
+        return
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
 
 
 def _search(trace: Trace, spec: str, options: ReplayOptions) -> tuple[Run | None, int]:

@@ -147,9 +147,16 @@ async def _main(
         clock = trio.lowlevel.current_clock()
         assert isinstance(clock, trio.testing.MockClock)
         clock.jump(trace.events[0].t - trio.current_time())
-    with trio.CancelScope() as scope:
-        matcher.scope = scope
-        await session.run()
+    try:
+        with trio.CancelScope() as scope:
+            matcher.scope = scope
+            await session.run()
+    except Exception as exc:
+        # The replayed session died of an exception (an actor's bug): a divergence only
+        # if the recording did not die the same way, which check_complete() decides.
+        if not matcher.finished and matcher.low < len(trace.events):
+            nxt = trace.events[matcher.low]
+            matcher.diverge(nxt, None, f"the replayed session failed: {exc!r}")
     matcher.check_complete()
     recorder.close()
     box["elapsed"] = trio.current_time()

@@ -177,16 +177,20 @@ def _run(
     *,
     record: bool,
     spin_ns: int = 0,
+    per_session: int | None = None,
 ) -> tuple[int, list[int]]:
-    """Keep one call in flight on every session until time runs out, then drain."""
+    """Keep one call in flight on every session until time runs out (or each session
+    made ``per_session`` calls), then drain."""
     samples: list[int] = []
     clock = time.perf_counter_ns
     stop = clock() + int(duration * 1e9)
     sel = selectors.DefaultSelector()
     sent = done = 0
+    made: dict[int, int] = {}
 
     def send_call(s: HttpSession) -> None:
         nonlocal sent
+        made[id(s)] = made.get(id(s), 0) + 1
         rid = s.take_id()
         s.pending_id = rid
         payload = s.request_bytes(_CALL_HEAD + str(rid).encode() + _CALL_TAIL)
@@ -224,7 +228,8 @@ def _run(
                 done += 1
                 if record:
                     samples.append(t1 - s.sent_at)
-                if t1 < stop and sent < max_calls:
+                more = per_session is None or made[id(s)] < per_session
+                if more and t1 < stop and sent < max_calls:
                     send_call(s)
                 else:
                     sel.unregister(s.sock)
@@ -284,6 +289,64 @@ def measure(
             "content_types": sorted(set().union(*(s.content_types for s in sessions))),
         },
     )
+
+
+def sessions_burst(
+    host: str, port: int, *, sessions: int, calls: int, server_pid: int | None = None,
+    path: str = "/mcp", timeout: float = 60.0,
+) -> Measurement:
+    """``sessions`` fresh sessions (one connection each), then ``calls`` calls on each,
+    all sessions at once with one call in flight each. The rate is calls/s of the call
+    phase; ``extra.setup_ms`` is how long opening and initializing them all took."""
+    opened: list[HttpSession] = []
+    try:
+        t0 = time.perf_counter()
+        for _ in range(sessions):
+            s = HttpSession(host, port, path)
+            opened.append(s)
+            s.initialize()
+        setup = time.perf_counter() - t0
+        cpu0 = time.process_time()
+        scpu0 = None if server_pid is None else _tree_cpu_seconds(server_pid)
+        t1 = time.perf_counter()
+        n, samples = _run(opened, timeout, sessions * calls, record=True, per_session=calls)
+        elapsed = time.perf_counter() - t1
+        cpu1 = time.process_time()
+        scpu1 = None if server_pid is None else _tree_cpu_seconds(server_pid)
+    except (OSError, h11.ProtocolError) as exc:
+        raise BenchError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        for s in opened:
+            s.close()
+    if n != sessions * calls:
+        raise BenchError(f"only {n} of {sessions * calls} calls answered within {timeout:g}s")
+    p50, p99 = latency_stats(samples)
+    return Measurement(
+        calls=n, seconds=elapsed, calls_per_s=n / elapsed, p50_us=p50, p99_us=p99,
+        protocol_version=opened[0].protocol_version if opened else None,
+        driver_cpu_us_per_call=(cpu1 - cpu0) / n * 1e6,
+        server_cpu_us_per_call=None if scpu0 is None or scpu1 is None
+        else (scpu1 - scpu0) / n * 1e6,
+        extra={"sessions": sessions, "calls_per_session": calls, "setup_ms": setup * 1e3},
+    )
+
+
+def open_idle_sessions(host: str, port: int, count: int, path: str = "/mcp") -> str | None:
+    """Initialize ``count`` sessions over one keep-alive connection and leave them idle
+    (never closed: they live until the server does); returns the protocol version."""
+    s = HttpSession(host, port, path)
+    try:
+        for _ in range(count):
+            s.session_id = None
+            s.protocol_version = None
+            s.initialize()
+            if s.session_id is None:
+                raise BenchError("the server gave no Mcp-Session-Id (stateless?)")
+        return s.protocol_version
+    except (OSError, h11.ProtocolError) as exc:
+        raise BenchError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        s.close()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,8 +1,8 @@
 """The benchmark subject: mcpactor serving one ``echo`` tool.
 
 Run it as ``mcpactor run benchmarks/servers/echo_mcpactor.py:server`` (stdio),
-``mcpactor run ... --transport http``, or directly:
-``python benchmarks/servers/echo_mcpactor.py [stdio | http PORT]``.
+``mcpactor run ... --transport http [--sse-response]`` (what the harness runs), or
+directly: ``python benchmarks/servers/echo_mcpactor.py [stdio | http PORT [--sse]]``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ async def echo(text: str) -> str:
 if __name__ == "__main__":
     args = sys.argv[1:] or ["stdio"]
     if args[0] == "http":
-        server.run(transport="http", host="127.0.0.1", port=int(args[1]))
+        json_response = False if "--sse" in args else None  # None: JSON unless streaming
+        server.run(transport="http", host="127.0.0.1", port=int(args[1]),
+                   json_response=json_response)
     else:
         server.run(transport="stdio")

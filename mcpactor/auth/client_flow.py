@@ -28,6 +28,7 @@ from mcpactor.auth.metadata import (
     ProtectedResourceMetadata,
     authorization_server_metadata_urls,
     canonical_resource,
+    is_secure_endpoint,
     legacy_metadata_urls,
     protected_resource_metadata_urls,
     resource_matches,
@@ -74,6 +75,7 @@ class OAuthClient:
         http: OAuthHttp | None = None,
         max_authorizations: int = 3,
         clock: Callable[[], float] = time.time,
+        allow_insecure_http: bool = False,
     ) -> None:
         self.server_url = server_url
         self.config = config or ClientConfig()
@@ -82,6 +84,8 @@ class OAuthClient:
         self.http = http or OAuthHttp()
         self.max_authorizations = max_authorizations
         self.clock = clock
+        #: Talk to authorization servers over plain HTTP on non-loopback hosts (dev only).
+        self.allow_insecure_http = allow_insecure_http
         self.key = canonical_resource(server_url)
         self.resource = self.key
         self.prm: ProtectedResourceMetadata | None = None
@@ -146,6 +150,17 @@ class OAuthClient:
         hint = ch.resource_metadata if ch is not None else None
         if self.asm is not None and (hint is None or hint == self._prm_url):
             return
+        await self._discover_unchecked(hint)
+        asm = self.asm
+        assert asm is not None
+        endpoints = [asm.token_endpoint, asm.authorization_endpoint, asm.registration_endpoint]
+        if not self.allow_insecure_http and not all(
+                is_secure_endpoint(e) for e in endpoints if e is not None):
+            # Codes, secrets and tokens would cross the network in clear text.
+            self.asm = None
+            raise AuthorizationError("the authorization server's endpoints are not HTTPS")
+
+    async def _discover_unchecked(self, hint: str | None) -> None:
         prm, prm_url = await self._fetch_prm(hint)
         if prm is None:
             # 2025-03-26 servers have no protected-resource document: the authorization
@@ -248,7 +263,7 @@ class OAuthClient:
                scope: str | None) -> FlowState:
         method = choose_auth_method(client, asm, self.config) if client is not None else "none"
         return FlowState(http=self.http, asm=asm, resource=self.resource, scope=scope,
-                         client=client, auth_method=method, config=self.config)
+                         client=client, auth_method=method, config=self.config, clock=self.clock)
 
     async def _authorize(self, scope: str | None) -> None:
         asm = self.asm
@@ -287,7 +302,7 @@ class OAuthClient:
                 {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token,
                  "resource": self.resource},
                 client, state.auth_method, private_key_pem=self.config.private_key_pem,
-                algorithm=self.config.signing_algorithm, previous=tokens)
+                algorithm=self.config.signing_algorithm, previous=tokens, now=self.clock())
         except AuthorizationError as exc:
             log.info("token refresh failed: %s", exc)
             await self._set_tokens(None)

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Protocol
 from urllib.parse import urlencode
 
@@ -49,13 +51,15 @@ class FlowState:
     client: ClientInfo | None
     auth_method: str
     config: ClientConfig
+    #: The client's clock (expiry times are computed with it).
+    clock: Callable[[], float] = time.time
 
     async def token(self, form: dict[str, str]) -> TokenSet:
         """POST ``form`` to the token endpoint with this client's authentication."""
         return await request_token(
             self.http, self.asm, form, self.client, self.auth_method,
             private_key_pem=self.config.private_key_pem,
-            algorithm=self.config.signing_algorithm)
+            algorithm=self.config.signing_algorithm, now=self.clock())
 
 
 class Grant(Protocol):

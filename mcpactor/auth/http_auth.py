@@ -50,6 +50,8 @@ class _AuthPending(PendingResponse):
         pool = self._auth_pool
         auth = pool.auth
         resp = await self._inner.response()
+        if self._request[0] == "DELETE":
+            return resp  # ending a session is not worth sending a user through a login
         authorizations = 0
         while resp.status in (401, 403):
             header = resp.headers.get("www-authenticate")

@@ -9,6 +9,7 @@ import orjson
 
 from mcpactor.auth.errors import AuthorizationError
 from mcpactor.transports.http_client import HttpClientError, HttpPool
+from mcpactor.transports.security import redact_target
 
 __all__ = ["JsonAnswer", "OAuthHttp"]
 
@@ -47,7 +48,7 @@ class OAuthHttp:
         except HttpClientError as exc:
             if isinstance(exc, AuthorizationError):
                 raise
-            raise AuthorizationError(f"{method} {url} failed: {exc}") from exc
+            raise AuthorizationError(f"{method} {redact_target(url)} failed: {exc}") from exc
         try:
             data = orjson.loads(raw) if raw.strip() else None
         except orjson.JSONDecodeError:
@@ -85,7 +86,7 @@ class OAuthHttp:
             finally:
                 await resp.aclose()
         except HttpClientError as exc:
-            raise AuthorizationError(f"GET {url} failed: {exc}") from exc
+            raise AuthorizationError(f"GET {redact_target(url)} failed: {exc}") from exc
         return resp.status, resp.headers
 
     async def aclose(self) -> None:

@@ -20,6 +20,7 @@ __all__ = [
     "ProtectedResourceMetadata",
     "authorization_server_metadata_urls",
     "canonical_resource",
+    "is_secure_endpoint",
     "legacy_metadata_urls",
     "origin_of",
     "protected_resource_metadata_urls",
@@ -73,6 +74,17 @@ def resource_matches(server_url: str, resource: str) -> bool:
     r_path = r_path.rstrip("/")
     s_path = s_path.rstrip("/")
     return s_path == r_path or s_path.startswith(r_path + "/")
+
+
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def is_secure_endpoint(url: str) -> bool:
+    """HTTPS, or plain HTTP to a loopback host (OAuth 2.1 §1.5; RFC 8252 §8.3)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() == "https":
+        return True
+    return parts.scheme.lower() == "http" and (parts.hostname or "").lower() in _LOOPBACK
 
 
 def protected_resource_metadata_urls(server_url: str) -> list[str]:

@@ -131,16 +131,23 @@ class LoopbackRedirectHandler:
     async def authorize(self, authorization_url: str) -> AuthorizationResponse:
         """Open the URL for the user, then serve the callback request."""
         listener = await self._listen()
-        await trio.to_thread.run_sync(self.open_url, authorization_url)
-        with trio.fail_after(self.timeout):
-            while True:
-                stream = await listener.accept()
-                try:
-                    target = await self._one_request(stream)
-                finally:
-                    await stream.aclose()
-                if target is not None:
-                    return parse_authorization_response(target)
+        target: str | None = None
+
+        async def show() -> None:
+            # In a thread (webbrowser blocks), next to the accept loop: a user agent
+            # that waits for our answer must not wait on us waiting for it.
+            await trio.to_thread.run_sync(self.open_url, authorization_url, abandon_on_cancel=True)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(show)
+            with trio.fail_after(self.timeout):
+                while target is None:
+                    stream = await listener.accept()
+                    try:
+                        target = await self._one_request(stream)
+                    finally:
+                        await stream.aclose()
+        return parse_authorization_response(target)
 
     async def _one_request(self, stream: trio.abc.Stream) -> str | None:
         conn = h11.Connection(h11.SERVER)

@@ -116,7 +116,7 @@ class ResourceServer:
         document or a refusal), False to go on (then :data:`current_token` is set)."""
         current_token.set(None)
         path = scope.get("path", "")
-        if path in self.metadata_paths and scope.get("method") in ("GET", "HEAD"):
+        if path in self.metadata_paths and scope.get("method") == "GET":
             await self.serve_metadata(send)
             return True
         if not protected:

@@ -60,7 +60,7 @@ def authenticate(method: str, client: ClientInfo, asm: AuthorizationServerMetada
 async def request_token(http: OAuthHttp, asm: AuthorizationServerMetadata, form: dict[str, str],
                         client: ClientInfo | None, method: str, *,
                         private_key_pem: str | None = None, algorithm: str = "ES256",
-                        previous: TokenSet | None = None) -> TokenSet:
+                        previous: TokenSet | None = None, now: float | None = None) -> TokenSet:
     """POST to the token endpoint; the tokens, or :class:`TokenEndpointError`."""
     headers: list[tuple[str, str]] = []
     if client is not None:
@@ -75,6 +75,6 @@ async def request_token(http: OAuthHttp, asm: AuthorizationServerMetadata, form:
                                      answer.status)
         raise TokenEndpointError("http_error", f"HTTP {answer.status}", answer.status)
     try:
-        return TokenSet.from_response(data, previous=previous)
+        return TokenSet.from_response(data, previous=previous, now=now)
     except ValueError as exc:
         raise AuthorizationError(f"token endpoint: {exc}") from exc

@@ -113,7 +113,12 @@ class JwtVerifier:
         self.leeway = leeway
         self.http = http or OAuthHttp()
         self.refetch_interval = refetch_interval
-        self._keys: jwt.PyJWKSet | None = jwt.PyJWKSet.from_dict(jwks) if jwks else None
+        self._keys: jwt.PyJWKSet | None = None
+        if jwks is not None:
+            try:
+                self._keys = jwt.PyJWKSet.from_dict(jwks)
+            except jwt.PyJWTError as exc:
+                raise ValueError(f"unusable jwks: {exc}") from exc
         self._fetched_at = -float("inf")
         self._lock = trio.Lock()
 

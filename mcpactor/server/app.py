@@ -125,7 +125,7 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
-        scopes: Sequence[str] = (),
+        scopes: Sequence[str] = (),  # [auth]
     ) -> Callable[[F], F]:
         """Register an ``async def`` (or plain ``def``) as a tool.
 

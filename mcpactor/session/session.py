@@ -507,6 +507,8 @@ class Session:
             finally:
                 self._writer_holding = False
                 self._release_write_token()
+            # Not kept alive while waiting: an idle session would hold its last message.
+            del first, batch
 
     # -- notifier ---------------------------------------------------------------------
 

@@ -73,6 +73,10 @@ class TraceHeader:
         }
 
 
+#: Keys every event has, set by the runtime itself: never secrets, never scanned.
+_STRUCTURAL = frozenset({"seq", "t", "session", "actor", "kind"})
+
+
 def _in_trio() -> bool:
     try:
         trio.lowlevel.current_task()
@@ -96,6 +100,9 @@ def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[byte
     for ev in events:
         fixed: dict[str, Any] = {}
         for key, value in ev.items():
+            if key in _STRUCTURAL:
+                fixed[key] = value
+                continue
             if type(value) is EncodedMessage:
                 data = value.data
                 if redactor.might_hold_secret(data):

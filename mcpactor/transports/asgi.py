@@ -22,6 +22,7 @@ __all__ = [
     "Scope",
     "Send",
     "error_body",
+    "lifespan",
     "read_body",
     "send_error",
     "send_json",
@@ -118,6 +119,17 @@ async def sse_chunk(send: Send, data: bytes) -> None:
 async def end_body(send: Send, data: bytes = b"") -> None:
     """Finish a streamed response (with a last chunk of already-encoded bytes)."""
     await send({"type": "http.response.body", "body": data, "more_body": False})
+
+
+async def lifespan(receive: Receive, send: Send) -> None:
+    """Acknowledge startup and shutdown (the app's state lives in ``McpHttpApp.run``)."""
+    while True:
+        msg = await receive()
+        if msg["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif msg["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
 
 
 async def watch_disconnect(receive: Receive, scope: trio.CancelScope) -> None:

@@ -42,13 +42,19 @@ def parse_event_id(value: str) -> tuple[int, int] | None:
 class Stream:
     """One logical SSE stream: its numbered events and who is waiting for them."""
 
+    # Slots: every idle session keeps a stream or two, thousands of sessions add up.
+    __slots__ = ("_changed", "delivered", "done", "events", "generation", "last_seq",
+                 "mixed", "no", "pending", "standalone", "store")
+
     def __init__(self, store: EventStore, no: int, *, standalone: bool = False) -> None:
         self.store = store
         self.no = no
         self.standalone = standalone
         #: Requests whose responses this stream still owes.
         self.pending: set[RequestId] = set()
-        self.events: deque[tuple[int, bytes]] = deque()
+        # A list, not a deque: an empty deque costs ~600 bytes and every idle session
+        # has a stream; the rare eviction from the front is cheap enough on a list.
+        self.events: list[tuple[int, bytes]] = []
         self.last_seq = 0
         #: Highest seq written to some HTTP response (a fresh GET starts there).
         self.delivered = 0
@@ -127,12 +133,15 @@ class Stream:
 class EventStore:
     """The streams of one session and a global bound on the events they keep."""
 
+    __slots__ = ("_live", "_next_no", "_order", "max_events", "streams")
+
     def __init__(self, max_events: int = 1000) -> None:
         self.max_events = max_events
         self.streams: dict[int, Stream] = {}
         # The stream number of each stored event, oldest first. Numbers, not streams: a
         # discarded stream is freed at once, its entries are skipped when they come up.
-        self._order: deque[int] = deque()
+        # Created on the first stored event (an idle session stores none).
+        self._order: deque[int] | None = None
         self._live = 0  # stored events of streams still in the store
         self._next_no = 0
 
@@ -163,20 +172,25 @@ class EventStore:
         if self.streams.pop(stream.no, None) is stream:
             self._live -= len(stream.events)
             stream.events.clear()
-        if len(self._order) > 2 * self.max_events:
+        if self._live == 0:
+            self._order = None  # nothing stored: drop the bookkeeping too
+        elif self._order is not None and len(self._order) > 2 * self.max_events:
             # Entries of discarded streams would otherwise pile up between evictions.
             self._order = deque(no for no in self._order if no in self.streams)
 
     def _added(self, stream: Stream) -> None:
-        self._order.append(stream.no)
+        order = self._order
+        if order is None:
+            order = self._order = deque()
+        order.append(stream.no)
         self._live += 1
         streams = self.streams
         while self._live > self.max_events:
-            oldest = streams.get(self._order.popleft())
+            oldest = streams.get(order.popleft())
             if oldest is None:
                 continue  # discarded: its events were already uncounted
             if oldest.events:
-                oldest.events.popleft()
+                del oldest.events[0]
                 self._live -= 1
             if oldest.done and not oldest.events and not oldest.pending:
                 del streams[oldest.no]

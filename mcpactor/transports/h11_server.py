@@ -29,6 +29,8 @@ import attrs
 import h11
 import trio
 
+from mcpactor.transports.security import redact_target
+
 log = logging.getLogger("mcpactor.http.h11")
 
 __all__ = ["H11Options", "serve_h11"]
@@ -63,10 +65,16 @@ class H11Options:
 class _Exchange:
     """One request/response on a connection: the ASGI ``receive`` and ``send``."""
 
-    __slots__ = ("body_done", "conn", "disconnected", "head", "opts", "response_done", "stream")
+    __slots__ = ("body_done", "conn", "disconnected", "head", "head_only", "opts",
+                 "response_done", "stream")
 
-    def __init__(self, conn: h11.Connection, stream: trio.SocketStream, opts: H11Options) -> None:
+    def __init__(
+        self, conn: h11.Connection, stream: trio.SocketStream, opts: H11Options,
+        head_only: bool = False,
+    ) -> None:
         self.conn = conn
+        #: A HEAD request: the app's body is dropped (h11 refuses one).
+        self.head_only = head_only
         self.stream = stream
         self.opts = opts
         self.body_done = False
@@ -153,7 +161,7 @@ class _Exchange:
         elif conn.our_state is h11.SEND_RESPONSE:
             raise RuntimeError("http.response.body before http.response.start")
         body = message.get("body", b"")
-        if body:
+        if body and not self.head_only:
             parts.append(conn.send(h11.Data(data=body)) or b"")
         if not message.get("more_body", False):
             parts.append(conn.send(h11.EndOfMessage()) or b"")
@@ -281,13 +289,14 @@ class _ConnectionHandler:
         server: tuple[str, int] | None, client: tuple[str, int] | None,
     ) -> bool:
         """Run the app for one request; True when the connection must end."""
-        ex = _Exchange(conn, stream, self.opts)
+        ex = _Exchange(conn, stream, self.opts, head_only=req.method == b"HEAD")
         try:
             await self.app(_scope(req, server, client), ex.receive, ex.send)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return True
         except Exception:
-            log.exception("the ASGI app failed on %s %r", req.method, req.target)
+            # [auth] the target may carry credentials in its query: never log them.
+            log.exception("the ASGI app failed on %s %r", req.method, redact_target(req.target))
             if not ex.started:
                 await self._refuse(stream, 500, b"internal server error\n")
             return True

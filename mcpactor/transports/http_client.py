@@ -75,9 +75,10 @@ class _Conn:
             self.bytes_in += len(data)
             self.h11.receive_data(bytes(data))
 
-    async def send(self, event: h11.Request | h11.Data | h11.EndOfMessage) -> None:
-        """Encode and write one h11 event."""
-        data = self.h11.send(event)
+    async def send(self, *events: h11.Request | h11.Data | h11.EndOfMessage) -> None:
+        """Encode h11 events and write them with one send (a whole small request is
+        one TCP segment, not a head and a body the server reads separately)."""
+        data = b"".join(self.h11.send(ev) or b"" for ev in events)
         if data:
             try:
                 await self.stream.send_all(data)
@@ -277,10 +278,11 @@ class HttpPool:
         if body is not None:
             h.append(("content-length", str(len(body))))
         conn.bytes_in = 0
-        await conn.send(h11.Request(method=method, target=target, headers=h))
+        head = h11.Request(method=method, target=target, headers=h)
         if body:
-            await conn.send(h11.Data(data=body))
-        await conn.send(h11.EndOfMessage())
+            await conn.send(head, h11.Data(data=body), h11.EndOfMessage())
+        else:
+            await conn.send(head, h11.EndOfMessage())
 
     async def aclose(self) -> None:
         """Close every idle connection."""

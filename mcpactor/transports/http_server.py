@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -42,7 +41,7 @@ from mcpactor.transports.http_rules import (
 )
 from mcpactor.transports.http_session import HttpSession
 from mcpactor.transports.http_stateless import stateless_post
-from mcpactor.transports.security import LOCAL_HOSTS, OriginPolicy
+from mcpactor.transports.security import OriginPolicy
 from mcpactor.transports.sse_pump import PumpOptions, pump_stream
 
 if TYPE_CHECKING:
@@ -148,7 +147,7 @@ class McpHttpApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan":
-            await self._lifespan(receive, send)
+            await asgi.lifespan(receive, send)
             return
         if kind != "http":
             return
@@ -168,15 +167,6 @@ class McpHttpApp:
                 await asgi.send_error(send, HttpError(500, "Internal Server Error", -32603))
             except Exception:
                 pass  # the response had already started
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            msg = await receive()
-            if msg["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif msg["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope.get("headers", []))
@@ -499,92 +489,5 @@ class McpHttpApp:
         await pump_stream(hs, stream, after, generation, receive, send, headers, opts)
 
 
-# -- serving ------------------------------------------------------------------------------
-
-
-def _bind(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
-
-
-async def serve_http(
-    server: Server,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    path: str = "/mcp",
-    trace: str | None = None,
-    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
-    quiet: bool = False,
-    http_server: str = "h11",
-    **options: Any,
-) -> None:
-    """Serve ``server`` over Streamable HTTP (and legacy HTTP+SSE) until cancelled.
-
-    ``http_server``: ``"h11"`` (our lean server, the default) or ``"hypercorn"``.
-    ``options`` are :class:`HttpOptions` fields. With ``nursery.start`` the task status
-    is the endpoint URL (useful with ``port=0``). Only loopback names and ``host`` are
-    accepted in ``Host``/``Origin`` unless ``allowed_hosts``/``allowed_origins`` say
-    otherwise (a server on 0.0.0.0 must list the names it is reached by).
-    """
-    if "allowed_hosts" not in options and host not in ("0.0.0.0", "::", ""):
-        # A server bound to one named address also answers to that name.
-        options["allowed_hosts"] = LOCAL_HOSTS | {host.lower(), f"[{host.lower()}]"}
-    app = McpHttpApp(server, HttpOptions(path=path, trace_dir=trace, **options))
-    await serve_app(
-        app, host=host, port=port, quiet=quiet, server=http_server, task_status=task_status
-    )
-
-
-#: HTTP servers that can carry the app (``server=`` of :func:`serve_app`).
-HTTP_SERVERS = ("h11", "hypercorn")
-
-
-async def serve_app(
-    app: McpHttpApp,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    quiet: bool = False,
-    server: str = "h11",
-    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Serve an :class:`McpHttpApp` until cancelled; the task status is the endpoint URL.
-
-    ``server``: ``"h11"`` (default), our lean HTTP/1.1 server (:mod:`.h11_server`), or
-    ``"hypercorn"``, hypercorn's Trio worker (HTTP/2 and TLS options live there).
-    """
-    if server not in HTTP_SERVERS:
-        raise ValueError(f"unknown HTTP server {server!r}: use one of {', '.join(HTTP_SERVERS)}")
-    async with trio.open_nursery() as nursery:
-        await nursery.start(app.run)
-        binds = await nursery.start(_SERVE[server], app, host, port)
-        url = (binds[0] if binds else f"http://{_bind(host, port)}") + app.options.path
-        if not quiet:
-            print(f"mcpactor: serving {app.server.info.name} on {url}", file=sys.stderr, flush=True)
-        task_status.started(url)
-
-
-async def _serve_h11(
-    app: McpHttpApp, host: str, port: int, *, task_status: trio.TaskStatus[list[str]]
-) -> None:
-    from mcpactor.transports.h11_server import serve_h11
-
-    await serve_h11(app, host=host, port=port, task_status=task_status)
-
-
-async def _serve_hypercorn(
-    app: McpHttpApp, host: str, port: int, *, task_status: trio.TaskStatus[list[str]]
-) -> None:
-    from hypercorn.config import Config
-    from hypercorn.trio import serve
-
-    config = Config()
-    config.bind = [_bind(host, port)]
-    config.accesslog = None
-    config.errorlog = logging.getLogger("hypercorn.error")
-    config.graceful_timeout = 1.0
-    asgi_app = cast(Any, app)  # hypercorn's ASGI typing is stricter than our dict-based one
-    await serve(asgi_app, config, task_status=task_status)
-
-
-_SERVE = {"h11": _serve_h11, "hypercorn": _serve_hypercorn}
+# Serving lives in http_serve.py; these names stay importable from here.
+from mcpactor.transports.http_serve import HTTP_SERVERS, serve_app, serve_http  # noqa: E402

@@ -59,6 +59,11 @@ class HttpSession:
     HTTP+SSE: everything on one stream).
     """
 
+    # Slots: one of these per session, idle sessions by the thousand.
+    __slots__ = ("active_requests", "drop_ids", "ended", "id", "last_activity", "max_in_flight",
+                 "mode", "request_streams", "resumable", "session", "standalone", "store",
+                 "transport")
+
     def __init__(
         self,
         session_id: str,
@@ -78,7 +83,7 @@ class HttpSession:
         self.request_streams: dict[RequestId, Stream] = {}
         self.max_in_flight = max_in_flight
         #: Responses to these ids are swallowed (the stateless mode's synthetic initialize).
-        self.drop_ids = set(drop_ids)
+        self.drop_ids = frozenset(drop_ids)
         self.session: Session | None = None
         self.active_requests = 0  # HTTP requests currently being served for this session
         self.last_activity = trio.current_time()
@@ -124,7 +129,7 @@ class HttpSession:
         stream = self.request_streams.get(related) if related is not None else None
         if stream is None:
             if related is not None and related in self.drop_ids:
-                self.drop_ids.discard(related)
+                self.drop_ids = self.drop_ids - {related}
                 return
             self.standalone.append(data)
             return
@@ -185,11 +190,12 @@ class HttpSessionTransport(Transport):
 
     name = "http"
 
-    def __init__(self, owner: HttpSession, inbound_buffer: int = 256) -> None:
+    def __init__(self, owner: HttpSession) -> None:
         self.owner = owner
-        # Carries no messages (deliver() feeds the session directly); closing it is how
-        # the session's reader learns that input has ended.
-        self._in_send, self._in_recv = trio.open_memory_channel[bytes](inbound_buffer)
+        # No queue: deliver() feeds the session directly; this only tells the session's
+        # reader that input has ended (an Event is a fraction of a channel's memory,
+        # which counts with thousands of idle sessions).
+        self._input_ended = trio.Event()
         self._closed = False
 
     async def deliver(self, data: bytes) -> None:
@@ -210,10 +216,8 @@ class HttpSessionTransport(Transport):
     async def receive(self) -> bytes | Oversize:
         """Nothing arrives here (see :meth:`deliver`): the reader waits until the
         session is being closed, then gets EndOfChannel."""
-        try:
-            return await self._in_recv.receive()
-        except (trio.ClosedResourceError, trio.EndOfChannel):
-            raise trio.EndOfChannel from None
+        await self._input_ended.wait()
+        raise trio.EndOfChannel
 
     async def send(self, messages: list[Outgoing]) -> None:
         """Route each message to its stream (never blocks: streams buffer)."""
@@ -231,12 +235,12 @@ class HttpSessionTransport(Transport):
         if self._closed:
             return
         self._closed = True
-        self._in_send.close()
+        self._input_ended.set()
         self.owner.finish()
 
     def end_input(self) -> None:
         """Close the inbound side: the session sees end of input and winds down."""
-        self._in_send.close()
+        self._input_ended.set()
 
     def info(self) -> dict[str, Any]:
         """Debug snapshot."""

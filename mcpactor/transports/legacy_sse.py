@@ -72,6 +72,10 @@ async def handle_message(
     if hs is None or hs.ended or hs.mode != "single":
         await asgi.send_error(send, HttpError(404, "Not Found: unknown session"))
         return
+    auth = app.options.auth  # [auth] the session answers only its principal
+    if auth is not None and hs.session is not None and not auth.admits(hs.session):
+        await asgi.send_error(send, HttpError(403, "Forbidden: the session belongs to another principal"))
+        return
     err = check_content_type(headers.get("content-type"))
     if err is not None:
         await asgi.send_error(send, err)
@@ -89,6 +93,9 @@ async def handle_message(
     if isinstance(parsed, jsonrpc.Invalid):
         await asgi.send_error(send, invalid_request(parsed.error.message))
         return
+    items = parsed.items if isinstance(parsed, jsonrpc.Batch) else [parsed]
+    if auth is not None and await auth.check_items(app.server, items, send):
+        return  # [auth] per-tool scopes
     hs.touch()
     await hs.transport.deliver(body)
     await asgi.send_response(send, 202, b"Accepted", content_type=b"text/plain")

@@ -8,11 +8,12 @@ headers shuts that door.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 import attrs
 
-__all__ = ["LOCAL_HOSTS", "OriginPolicy", "host_name"]
+__all__ = ["LOCAL_HOSTS", "OriginPolicy", "host_name", "redact_headers", "redact_target"]
 
 #: Names a loopback server answers to by default (any port).
 LOCAL_HOSTS: frozenset[str] = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
@@ -86,3 +87,37 @@ class OriginPolicy:
             name = f"[{name}]"
         # An Origin naming a host we serve under is same-origin for our purpose.
         return name in self.allowed_hosts or "*" in self.allowed_hosts
+
+
+# -- [auth] keeping credentials out of logs --------------------------------------------------
+
+REDACTED = "<redacted>"
+
+#: Headers whose values are credentials.
+SECRET_HEADERS: frozenset[str] = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"}
+)
+
+#: Query/form parameters whose values are credentials (OAuth and the usual suspects).
+SECRET_PARAMS: frozenset[str] = frozenset({
+    "access_token", "refresh_token", "id_token", "token", "code", "code_verifier",
+    "client_secret", "client_assertion", "assertion", "subject_token", "password", "api_key",
+})
+
+_PARAM = re.compile(r"(?i)(^|[?&;])(" + "|".join(sorted(SECRET_PARAMS)) + r")=[^&;#\s]*")
+
+
+def redact_target(target: str | bytes) -> str:
+    """A request target or URL fit for a log line: secret query values replaced."""
+    text = target.decode("latin-1") if isinstance(target, bytes) else target
+    return _PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={REDACTED}", text)
+
+
+def redact_headers(headers: list[tuple[str, str]] | list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+    """Headers fit for a log line: credential-carrying values replaced."""
+    out: list[tuple[str, str]] = []
+    for k, v in headers:
+        name = k.decode("latin-1") if isinstance(k, bytes) else k
+        value = v.decode("latin-1") if isinstance(v, bytes) else v
+        out.append((name, REDACTED if name.lower() in SECRET_HEADERS else value))
+    return out

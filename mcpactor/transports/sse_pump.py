@@ -13,7 +13,10 @@ from mcpactor.transports.event_store import Stream
 from mcpactor.transports.http_session import HttpSession
 from mcpactor.transports.sse import encode_comment, encode_event
 
-__all__ = ["PumpOptions", "pump_stream"]
+__all__ = ["PRIMING_GRACE", "PumpOptions", "pump_stream"]
+
+#: Seconds the priming event may wait for the stream's first event, to share its write.
+PRIMING_GRACE = 0.005
 
 
 @attrs.frozen(kw_only=True)
@@ -47,6 +50,13 @@ async def pump_stream(
         if opts.priming_retry_ms is not None:
             prefix = encode_event(b"", id=stream.event_id(after), retry=opts.priming_retry_ms)
         ended = False
+        if prefix and not stream.done and stream.generation == generation \
+                and not stream.after(after):
+            # A handler usually answers within a scheduler pass or two: waiting that
+            # long lets the priming event, the answer and the end of the body go out
+            # as one write, with no disconnect watcher. Still first, still at once.
+            with trio.move_on_after(PRIMING_GRACE):
+                await stream.wait_changed()
         if stream.done:
             # Everything is already here: nothing to wait for, so no disconnect watcher.
             ended = await _pump_events(stream, after, generation, send, opts, prefix)

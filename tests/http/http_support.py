@@ -63,13 +63,15 @@ def make_server() -> Server:
 
 
 @asynccontextmanager
-async def running_app(server: Server | None = None, **options: Any) -> AsyncIterator[tuple[McpHttpApp, str]]:
+async def running_app(
+    server: Server | None = None, *, http_server: str = "h11", **options: Any
+) -> AsyncIterator[tuple[McpHttpApp, str]]:
     """Serve an app on 127.0.0.1:<random>; yields ``(app, endpoint URL)``."""
     app = McpHttpApp(server or make_server(), HttpOptions(**options))
     async with trio.open_nursery() as nursery:
         url = await nursery.start(
             lambda task_status: serve_app(app, host="127.0.0.1", port=0, quiet=True,
-                                          task_status=task_status)
+                                          server=http_server, task_status=task_status)
         )
         try:
             yield app, url

@@ -1,0 +1,256 @@
+"""The workloads: one decorated function each, listed in the table in this order.
+
+Adding one::
+
+    @workload("stdio_list_tools", transport="stdio")
+    def stdio_list_tools(target: Target, cfg: Config) -> Measurement:
+        session = target.stdio_session()          # started and initialized for this round
+        ...
+        return Measurement(calls=..., seconds=..., calls_per_s=...)
+
+``target.stdio_session()`` is a live, initialized :class:`PipeSession` shared by every
+stdio workload of the round; ``target.http_endpoint(key)`` is ``(host, port, pid)`` of
+a server started for the round (``instance="x"`` gives the workload a process of its
+own, started with the others); ``target.command(transport)`` gives the argv to spawn
+fresh processes yourself. Raise anything to turn the cell into an error row.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from benchmarks.core import ROOT, Config, Target, server_env, with_stderr
+from benchmarks.drivers import http_client
+from benchmarks.drivers.pipe_client import (
+    BenchError,
+    Measurement,
+    PipeSession,
+    setup_time,
+)
+
+WorkloadFn = Callable[[Target, Config], Measurement]
+
+
+@dataclass
+class Workload:
+    """A named measurement over one transport."""
+
+    name: str
+    transport: str
+    fn: WorkloadFn
+    unit: str = "calls/s"
+    servers: set[str] | None = None  # None: every server with the transport
+    #: A process of its own (``"<transport>@<instance>"``), started with the round's others.
+    instance: str | None = None
+    lower_is_better: bool = False
+
+    @property
+    def needs(self) -> str:
+        """What :meth:`Target.spawn` must start for this workload."""
+        return self.transport if self.instance is None else f"{self.transport}@{self.instance}"
+
+
+WORKLOADS: list[Workload] = []
+
+
+def workload(
+    name: str, *, transport: str, unit: str = "calls/s", servers: set[str] | None = None,
+    instance: str | None = None, lower_is_better: bool = False,
+) -> Callable[[WorkloadFn], WorkloadFn]:
+    """Register ``fn`` as a workload; the table lists workloads in registration order."""
+
+    def register(fn: WorkloadFn) -> WorkloadFn:
+        WORKLOADS.append(Workload(name, transport, fn, unit, servers, instance, lower_is_better))
+        return fn
+
+    return register
+
+
+# -- stdio -----------------------------------------------------------------------------
+
+
+@workload("stdio_seq", transport="stdio")
+def stdio_seq(target: Target, cfg: Config) -> Measurement:
+    """tools/call echo over stdio, one call in flight, per-call latency."""
+    return target.stdio_session().sequential(duration=cfg.duration, warmup=cfg.warmup)
+
+
+@workload("stdio_pipelined", transport="stdio")
+def stdio_pipelined(target: Target, cfg: Config) -> Measurement:
+    """tools/call echo over stdio with ``cfg.inflight`` calls kept outstanding."""
+    return target.stdio_session().pipelined(
+        inflight=cfg.inflight, duration=cfg.duration, warmup=cfg.warmup
+    )
+
+
+@workload("stdio_setup", transport="stdio", unit="sessions/s")
+def stdio_setup(target: Target, cfg: Config) -> Measurement:
+    """Spawn + initialize of a fresh stdio server; p50/p99 are of setup time."""
+    times: list[float] = []
+    version = None
+    t0 = time.perf_counter()
+    for _ in range(cfg.setup_samples):
+        try:
+            seconds, version = setup_time(
+                target.command("stdio"),
+                cwd=str(ROOT),
+                env=server_env(),
+                stderr_path=target.stderr_path("setup"),
+            )
+        except BenchError as exc:
+            raise BenchError(with_stderr(str(exc), target.stderr_path("setup"))) from exc
+        times.append(seconds)
+    elapsed = time.perf_counter() - t0
+    median = statistics.median(times)
+    return Measurement(
+        calls=len(times), seconds=elapsed, calls_per_s=1 / median,
+        p50_us=median * 1e6, p99_us=max(times) * 1e6, protocol_version=version,
+    )
+
+
+# -- Streamable HTTP -------------------------------------------------------------------
+
+
+def _http(target: Target, cfg: Config, key: str, conns: int) -> Measurement:
+    host, port, pid = target.http_endpoint(key)
+    return http_client.measure(
+        host, port, conns=conns, duration=cfg.duration, warmup=cfg.warmup, server_pid=pid
+    )
+
+
+@workload("http_seq", transport="http")
+def http_seq(target: Target, cfg: Config) -> Measurement:
+    """Streamable HTTP, JSON answers (servers' JSON mode; mcpactor's default), one
+    keep-alive connection = one session, one call at a time."""
+    return _http(target, cfg, "http", 1)
+
+
+@workload("http_concurrent", transport="http")
+def http_concurrent(target: Target, cfg: Config) -> Measurement:
+    """JSON answers on ``cfg.http_conns`` sessions at once, one call in flight each."""
+    return _http(target, cfg, "http", cfg.http_conns)
+
+
+@workload("http_sse_seq", transport="http_sse")
+def http_sse_seq(target: Target, cfg: Config) -> Measurement:
+    """Like http_seq with every POST answered by an SSE stream (each server's SSE mode)."""
+    return _http(target, cfg, "http_sse", 1)
+
+
+@workload("http_sse_concurrent", transport="http_sse")
+def http_sse_concurrent(target: Target, cfg: Config) -> Measurement:
+    """Like http_concurrent with SSE answers."""
+    return _http(target, cfg, "http_sse", cfg.http_conns)
+
+
+@workload("http_sessions", transport="http")
+def http_sessions(target: Target, cfg: Config) -> Measurement:
+    """``cfg.sessions_n`` new sessions (a connection each), then ``cfg.sessions_m`` calls
+    on each, all sessions at once; calls/s of the call phase."""
+    host, port, pid = target.http_endpoint("http")
+    return http_client.sessions_burst(
+        host, port, sessions=cfg.sessions_n, calls=cfg.sessions_m, server_pid=pid
+    )
+
+
+def _rss_bytes(pid: int) -> int:
+    import psutil
+
+    proc = psutil.Process(pid)
+    return int(sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]))
+
+
+@workload(
+    "http_idle_memory", transport="http", unit="KB/session", instance="idle",
+    lower_is_better=True,
+    servers={"mcpactor", "sdk_lowlevel", "sdk_decorator", "fastmcp", "bare_h11_trio"},
+)
+def http_idle_memory(target: Target, cfg: Config) -> Measurement:
+    """RSS growth of a fresh server per idle initialized session (``cfg.idle_sessions``
+    of them, over one connection); a few sessions first warm the allocator up."""
+    host, port, pid = target.http_endpoint("http@idle")
+    version = http_client.open_idle_sessions(host, port, 20)
+    time.sleep(0.2)
+    before = _rss_bytes(pid)
+    t0 = time.perf_counter()
+    http_client.open_idle_sessions(host, port, cfg.idle_sessions)
+    elapsed = time.perf_counter() - t0
+    time.sleep(0.5)  # let the server settle (background tasks, deferred frees)
+    after = _rss_bytes(pid)
+    kb = (after - before) / cfg.idle_sessions / 1024
+    return Measurement(
+        calls=cfg.idle_sessions, seconds=elapsed, calls_per_s=kb, protocol_version=version,
+        extra={"rss_before_kb": before / 1024, "rss_after_kb": after / 1024,
+               "note": f"{kb:.1f} KB/session over {cfg.idle_sessions}"},
+    )
+
+
+# -- trace replay ----------------------------------------------------------------------
+
+_SLEEPY = "benchmarks/servers/sleepy_mcpactor.py:server"
+_REPLAY_LINE = re.compile(r"([\d.]+) s of virtual time in ([\d.]+) s")
+
+
+def _record_naps(exe: str, trace: str, cfg: Config, stderr_path: str) -> float:
+    """Record a trace of ``cfg.replay_naps`` sequential naps; returns the calls' wall time."""
+    session = PipeSession(
+        [exe, "run", _SLEEPY, "--trace", trace], cwd=str(ROOT), env=server_env(),
+        stderr_path=stderr_path,
+    )
+    try:
+        session.initialize()
+        t0 = time.perf_counter()
+        with session.deadline(60):
+            for i in range(1, cfg.replay_naps + 1):
+                rid = 1000 + i
+                session._write(orjson.dumps({
+                    "jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                    "params": {"name": "nap", "arguments": {"ms": cfg.replay_nap_ms}},
+                }) + b"\n")
+                reply = session._response(rid)
+                if "result" not in reply:
+                    raise BenchError(f"nap failed: {reply!r}"[:300])
+        return time.perf_counter() - t0
+    finally:
+        session.close()
+
+
+@workload("replay_speed", transport="stdio", unit="events/s", servers={"mcpactor"})
+def replay_speed(target: Target, cfg: Config) -> Measurement:
+    """Record a sleep-heavy stdio session, then ``mcpactor replay`` it: events/s of the
+    replay, and replay time against the recorded wall time (``extra``)."""
+    exe = str(Path(sys.executable).with_name("mcpactor"))
+    trace = os.path.join(target.scratch(), f"naps-{time.monotonic_ns()}.jsonl")
+    wall = _record_naps(exe, trace, cfg, target.stderr_path("record"))
+    with open(trace, "rb") as f:
+        events = sum(1 for line in f if line.strip()) - 1  # minus the header line
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [exe, "replay", trace], cwd=ROOT, env=server_env(), capture_output=True, text=True,
+        timeout=120,
+    )
+    process_s = time.perf_counter() - t0
+    out = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0:
+        raise BenchError(f"mcpactor replay exited {proc.returncode}: {out[-300:]}")
+    m = _REPLAY_LINE.search(out)
+    replay_s = float(m.group(2)) if m else process_s
+    return Measurement(
+        calls=events, seconds=replay_s, calls_per_s=events / replay_s,
+        extra={
+            "recorded_wall_s": wall, "replay_s": replay_s, "process_s": process_s,
+            "replay_vs_wall": replay_s / wall, "process_vs_wall": process_s / wall,
+            "note": f"{events} events; replay {replay_s:.3f}s (process {process_s:.2f}s) "
+                    f"vs {wall:.2f}s recorded = {replay_s / wall:.2f}x",
+        },
+    )
