@@ -248,12 +248,15 @@ class OAuthClient:
                               token_endpoint_auth_method=self.config.token_endpoint_auth_method)
         if self._client is not None:
             return self._client
+        redirect_uri = await self.grant.redirect_uri()
         stored = await self.storage.get_client(asm.issuer)
-        if stored is not None and self.config.client_id is None:
+        if stored is not None and self.config.client_id is None and (
+                redirect_uri is None or stored.redirect_uris is None
+                or redirect_uri in stored.redirect_uris):
+            # (A loopback listener on a new port needs a registration naming that port.)
             self._client = stored
             return stored
-        client = await obtain_client(self.http, asm, self.config,
-                                     await self.grant.redirect_uri(), self._grant_types())
+        client = await obtain_client(self.http, asm, self.config, redirect_uri, self._grant_types())
         self._client = client
         if self.config.client_id is None:
             await self.storage.set_client(asm.issuer, client)

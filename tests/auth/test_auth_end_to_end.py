@@ -228,3 +228,21 @@ async def test_plain_http_authorization_server_is_refused() -> None:
                 await auth.handle_challenge(401, None, None)
             await auth.aclose()
             assert not st.auth.requests("/authorize") and not st.auth.requests("/register")
+
+
+async def test_stored_registration_for_another_redirect_uri_is_replaced() -> None:
+    from mcpactor.auth import ClientInfo, InMemoryTokenStorage
+
+    with trio.fail_after(20):
+        async with oauth_stack() as st:
+            storage = InMemoryTokenStorage()
+            stale = ClientInfo(client_id="stale", redirect_uris=["http://127.0.0.1:1/old"])
+            await storage.set_client(st.as_url, stale)
+            auth = OAuthClient(st.mcp_url, storage=storage, grant=AuthorizationCodeGrant(
+                HeadlessRedirectHandler("http://127.0.0.1:9/callback")))
+            async with connect_http(st.mcp_url, auth=auth, timeout=10) as client:
+                await client.call_tool("whoami", {})
+            assert len(st.auth.requests("/register")) == 1
+            fresh = await storage.get_client(st.as_url)
+            assert fresh is not None and fresh.client_id != "stale"
+            assert fresh.redirect_uris == ["http://127.0.0.1:9/callback"]
