@@ -61,4 +61,6 @@ if __name__ == "__main__":
     config = Config()
     config.bind = [f"127.0.0.1:{sys.argv[1]}"]
     config.accesslog = None
+    # Its default closes a keep-alive connection after 1,000 requests.
+    config.keep_alive_max_requests = 10**9
     trio.run(serve, app, config)

@@ -100,6 +100,9 @@ async def _serve_hypercorn(
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = 1.0
+    # Its default closes a keep-alive connection after 1,000 requests; an MCP client
+    # keeps one connection for a whole session.
+    config.keep_alive_max_requests = 10**9
     asgi_app = cast(Any, app)  # hypercorn's ASGI typing is stricter than our dict-based one
     await serve(asgi_app, config, task_status=task_status)
 
