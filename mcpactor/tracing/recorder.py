@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -92,12 +93,51 @@ def _now() -> float:
         return time.monotonic()
 
 
+_PLAIN_TYPES = (int, float, bool, type(None))
+#: Event kinds whose fields are ids, counters, durations and protocol outcomes only.
+_NO_FREE_TEXT = frozenset({
+    "handler_started", "handler_finished", "timer_set", "timer_reset", "timer_fired",
+    "actor_started", "actor_stopped", "progress_dropped", "session_started",
+    "transport_opened", "draining",
+})
+#: seq, t, session, actor, kind, msg, related.
+_MESSAGE_EVENT_SIZE = 7
+
+
 def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[bytes]:
     """Encode events as JSON lines, redacting secrets (used by every recorder)."""
     dumps = orjson.dumps
     fragment = orjson.Fragment
     out: list[bytes] = []
+    plain = _PLAIN_TYPES
+    is_secret_key = redactor.is_secret_key
+    might_hold = redactor.might_hold_secret
     for ev in events:
+        t = ev.get("t")
+        if type(t) is float:
+            ev["t"] = round(t, 9)
+        kind = ev.get("kind")
+        if kind in _NO_FREE_TEXT:
+            # Identifiers, counters and outcomes only: nothing there can be a secret.
+            out.append(dumps(ev))
+            continue
+        msg = ev.get("msg")
+        if type(msg) is EncodedMessage and len(ev) <= _MESSAGE_EVENT_SIZE and not might_hold(msg.data):
+            # The common message event: the exact bytes, embedded without decoding.
+            ev["msg"] = fragment(msg.data)
+            out.append(dumps(ev))
+            continue
+        # Fast path, most other events: numbers, flags and short protocol strings that carry
+        # no credential are encoded as they are, without building a redacted copy.
+        for key, value in ev.items():
+            if type(value) in plain or key in _STRUCTURAL:
+                continue
+            if type(value) is str and not is_secret_key(key) and not redactor.text_might_hold_secret(value):
+                continue
+            break
+        else:
+            out.append(dumps(ev))
+            continue
         fixed: dict[str, Any] = {}
         for key, value in ev.items():
             if key in _STRUCTURAL:
@@ -151,6 +191,7 @@ class _BufferedRecorder:
         self._wall_origin = wall_origin
         self._origin = 0.0
         self._clock: dict[str, Any] = {}
+        self._time: Callable[[], float] = _now
         if _in_trio():
             self._start_clock()
         self._header_done = False
@@ -168,18 +209,22 @@ class _BufferedRecorder:
             self.header = attrs.evolve(self.header, session=session)
         ev = {
             "seq": self._seq,
-            "t": round(_now() - self._origin, 9) if self._clock else self._start_clock(),
+            # Rounded when encoded, on the writer's side, not here on the hot path.
+            "t": self._time() - self._origin if self._clock else self._start_clock(),
             "session": session,
             "actor": actor,
             "kind": kind,
         }
         ev.update(data)
-        self._events.append(ev)
+        events = self._events
+        events.append(ev)
         # Hold the header back until the protocol version is known (it is negotiated a
-        # few events in), unless the batch grows large first.
+        # few events in), unless the batch grows large first. The wall-clock check runs
+        # every 32 events: a clock read per event would cost more than the event.
         if self._header_done or self.header.protocol_version is not None:
-            if len(self._events) >= _BATCH_EVENTS or kind in _URGENT or (
-                time.monotonic() - self._last_handoff >= _BATCH_SECONDS
+            n = len(events)
+            if n >= _BATCH_EVENTS or kind in _URGENT or (
+                n % 32 == 0 and time.monotonic() - self._last_handoff >= _BATCH_SECONDS
             ):
                 self.flush()
         elif len(self._events) >= _BATCH_EVENTS:
@@ -187,8 +232,10 @@ class _BufferedRecorder:
 
     def _start_clock(self) -> float:
         # Times count from the recorder's creation inside a Trio run, or from its first
-        # event when it was made outside one (its clock may be a MockClock).
-        self._origin = _now()
+        # event when it was made outside one (its clock may be a MockClock). The clock's
+        # own method is kept: trio.current_time() walks three layers on every call.
+        self._time = trio.lowlevel.current_clock().current_time if _in_trio() else time.monotonic
+        self._origin = self._time()
         wall = time.time() if self._wall_origin is None else self._wall_origin
         self._clock = {"kind": clock_kind(), "origin": self._origin, "wall_origin": wall}
         return 0.0

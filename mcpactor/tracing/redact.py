@@ -42,7 +42,6 @@ DEFAULT_REDACT_KEYS: frozenset[str] = frozenset(
 )
 
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
-_BEARER_BYTES = re.compile(rb"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]")
 
 
 #: Values shorter than this are redacted where found but not hunted for elsewhere
@@ -53,6 +52,14 @@ _MIN_REMEMBERED = 6
 def normalize_key(key: str) -> str:
     """The form keys are compared in: lower case, without ``-`` and ``_``."""
     return key.lower().replace("-", "").replace("_", "")
+
+
+def _needles(normalized_keys: frozenset[str]) -> re.Pattern[bytes]:
+    """What a folded message must contain to hold a secret: one of the keys as a whole
+    JSON key (``"accesstoken"``, so ``progressToken`` does not count), or a credential
+    scheme followed by its value. One pattern: a single scan of the message."""
+    keys = b"|".join(re.escape(k.encode()) for k in sorted(normalized_keys))
+    return re.compile(b'"(?:' + keys + b')"|bearer |basic ')
 
 
 def _key_regex(keys: frozenset[str]) -> str:
@@ -68,7 +75,8 @@ class Redactor:
 
     keys: frozenset[str] = DEFAULT_REDACT_KEYS
     _norm: frozenset[str] = attrs.field(init=False)
-    _quick: re.Pattern[bytes] = attrs.field(init=False)
+    #: Finds, in a folded message, a secret key used as a JSON key or a credential.
+    _needles: re.Pattern[bytes] = attrs.field(init=False)
     _raw_pair: re.Pattern[str] = attrs.field(init=False)
     #: Secret values seen so far (text, and as they appear inside encoded JSON).
     _learned: dict[str, bytes] = attrs.field(init=False, factory=dict)
@@ -78,9 +86,7 @@ class Redactor:
     def __attrs_post_init__(self) -> None:
         pat = _key_regex(self.keys)
         object.__setattr__(self, "_norm", frozenset(normalize_key(k) for k in self.keys))
-        object.__setattr__(
-            self, "_quick", re.compile(b'(?i)"' + pat.encode() + b'"\\s*:|' + _BEARER_BYTES.pattern[4:])
-        )
+        object.__setattr__(self, "_needles", _needles(self._norm))
         object.__setattr__(
             self,
             "_raw_pair",
@@ -97,10 +103,26 @@ class Redactor:
         return known
 
     def might_hold_secret(self, data: bytes) -> bool:
-        """A cheap over-approximation: False means ``data`` certainly holds no secret."""
-        if self._quick.search(data) is not None:
+        """A cheap over-approximation: False means ``data`` certainly holds no secret.
+
+        Runs on every traced message, so it is substring searches (C speed) on the
+        message folded the way keys are compared (lower case, no ``-``/``_``): a key that
+        matches anywhere, or a ``bearer``/``basic`` credential, or a secret learned
+        earlier sends the message down the full (decoding) redaction path.
+        """
+        folded = data.lower().replace(b"-", b"").replace(b"_", b"")
+        if self._needles.search(folded) is not None:
             return True
-        return any(enc in data for enc in self._learned.values())
+        learned = self._learned
+        return bool(learned) and any(enc in data for enc in learned.values())
+
+    def text_might_hold_secret(self, text: str) -> bool:
+        """A cheap over-approximation for one string: a credential scheme, or a secret
+        learned earlier."""
+        if _BEARER.search(text) is not None:
+            return True
+        learned = self._learned
+        return bool(learned) and any(secret in text for secret in learned)
 
     def _learn(self, value: str) -> None:
         if len(self._learned) >= 256:
