@@ -18,6 +18,7 @@ or ``server.run("http", auth=...)``):
 from __future__ import annotations
 
 import contextvars
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -43,6 +44,9 @@ current_token: contextvars.ContextVar[AccessToken | None] = contextvars.ContextV
 
 #: Where a session keeps the token it was opened (and last used) with.
 SESSION_KEY = "auth"
+#: Session attribute: request id → the token of the POST that carried it (bounded).
+REQUEST_TOKENS_KEY = "auth_by_request"
+_REQUEST_TOKENS_MAX = 4096
 
 
 class ResourceServer:
@@ -177,6 +181,22 @@ class ResourceServer:
     def bind(self, session: Session) -> None:
         """Remember who opened ``session`` (called as it is created)."""
         session.attributes[SESSION_KEY] = current_token.get()
+
+    def note_requests(self, session: Session, items: Iterable[Any]) -> None:
+        """Remember which token carried each request, so a handler sees the token of its
+        own request (``ctx.auth``) even while requests with other tokens run."""
+        access = current_token.get()
+        if access is None:
+            return
+        table = session.attributes.get(REQUEST_TOKENS_KEY)
+        if table is None:
+            table = session.attributes[REQUEST_TOKENS_KEY] = OrderedDict()
+        for msg in items:
+            if isinstance(msg, jsonrpc.Request):
+                table[msg.id] = access
+                table.move_to_end(msg.id)
+        while len(table) > _REQUEST_TOKENS_MAX:
+            table.popitem(last=False)
 
     def admits(self, session: Session) -> bool:
         """Whether the current request's principal owns ``session``; updates the token

@@ -98,9 +98,16 @@ class Context:
     @property
     def auth(self) -> AccessToken | None:
         """[auth] The validated OAuth token (``mcpactor.auth.AccessToken``: ``subject``,
-        ``client_id``, ``scopes``, ``claims``) the session's HTTP requests carry; None
-        when the server runs without ``auth=`` or over another transport."""
-        token: AccessToken | None = self._rc.session.attributes.get("auth")
+        ``client_id``, ``scopes``, ``claims``) of the HTTP request that carried this
+        request (the session's latest one if unknown); None when the server runs
+        without ``auth=`` or over another transport."""
+        attributes = self._rc.session.attributes
+        by_request = attributes.get("auth_by_request")
+        if by_request is not None:
+            mine: AccessToken | None = by_request.get(self._rc.id)
+            if mine is not None:
+                return mine
+        token: AccessToken | None = attributes.get("auth")
         return token
 
     # -- progress and logging ----------------------------------------------------------

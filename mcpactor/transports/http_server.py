@@ -294,6 +294,8 @@ class McpHttpApp:
         if isinstance(found, HttpError):
             await asgi.send_error(send, found)
             return
+        if self.options.auth is not None and found.session is not None:
+            self.options.auth.note_requests(found.session, items)  # [auth] per-request token
         await self._session_post(found, body, items, is_batch, receive, send)
 
     async def _initialize(self, body: bytes, msg: Any, send: Send) -> None:

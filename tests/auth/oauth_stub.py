@@ -254,6 +254,14 @@ def protected_server() -> Server:
         assert auth is not None
         return f"{auth.subject} {' '.join(sorted(auth.scopes))}"
 
+    @server.tool()
+    async def slow_whoami(ctx: Context) -> str:
+        """Like whoami, read after other requests had time to arrive."""
+        await trio.sleep(0.3)
+        auth = ctx.auth
+        assert auth is not None
+        return f"{auth.subject} {' '.join(sorted(auth.scopes))}"
+
     @server.tool(scopes=["mcp:admin"])
     async def admin_op() -> str:
         """Needs mcp:admin."""

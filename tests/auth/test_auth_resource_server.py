@@ -125,6 +125,36 @@ async def test_per_tool_scopes_and_ctx_auth() -> None:
             await pool.aclose()
 
 
+async def test_ctx_auth_is_the_token_of_each_request() -> None:
+    """Two requests of one principal with different tokens, in flight together: each
+    handler sees the token its own POST carried, not the session's latest."""
+    with trio.fail_after(15):
+        async with oauth_stack() as st:
+            pool_a, pool_b = HttpPool(), HttpPool()
+            admin = st.auth.mint(sub="alice", client_id="c", scope="mcp:read mcp:admin", resource=st.mcp_url)
+            read = st.auth.mint(sub="alice", client_id="c", scope="mcp:read", resource=st.mcp_url)
+            _, headers, _ = await _post(pool_a, st.mcp_url, INIT, _bearer(admin))
+            sid = headers["mcp-session-id"]
+            base = [("mcp-session-id", sid), ("mcp-protocol-version", "2025-11-25")]
+            await _post(pool_a, st.mcp_url, b'{"jsonrpc":"2.0","method":"notifications/initialized"}', [*base, *_bearer(admin)])
+            got: dict[str, str] = {}
+
+            async def call(pool: HttpPool, name: str, rid: int, token: str) -> None:
+                body = orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                     "params": {"name": name, "arguments": {}}})
+                status, _, data = await _post(pool, st.mcp_url, body, [*base, *_bearer(token)])
+                assert status == 200
+                got[name] = data["result"]["content"][0]["text"]
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, pool_a, "slow_whoami", 10, admin)
+                await trio.sleep(0.1)
+                nursery.start_soon(call, pool_b, "whoami", 11, read)
+            assert got == {"slow_whoami": "alice mcp:admin mcp:read", "whoami": "alice mcp:read"}
+            await pool_a.aclose()
+            await pool_b.aclose()
+
+
 async def test_introspection_verifier() -> None:
     late = LateVerifier()
     with trio.fail_after(10):
