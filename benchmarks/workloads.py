@@ -179,13 +179,14 @@ def http_idle_memory(target: Target, cfg: Config) -> Measurement:
     """RSS growth of a fresh server per idle initialized session (``cfg.idle_sessions``
     of them, over one connection); a few sessions first warm the allocator up."""
     host, port, pid = target.http_endpoint("http@idle")
+    settle = 0.1 if cfg.quick else 0.5  # background tasks, deferred frees
     version = http_client.open_idle_sessions(host, port, 20)
-    time.sleep(0.2)
+    time.sleep(settle / 2)
     before = _rss_bytes(pid)
     t0 = time.perf_counter()
     http_client.open_idle_sessions(host, port, cfg.idle_sessions)
     elapsed = time.perf_counter() - t0
-    time.sleep(0.5)  # let the server settle (background tasks, deferred frees)
+    time.sleep(settle)
     after = _rss_bytes(pid)
     kb = (after - before) / cfg.idle_sessions / 1024
     return Measurement(

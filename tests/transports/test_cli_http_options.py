@@ -84,3 +84,27 @@ def test_default_has_sessions_and_host_checks() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _call_add(port: int, session_id: str) -> tuple[int, Message, bytes]:
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}
+    return _post(port, body, {"Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-06-18"})
+
+
+def test_server_choice_and_response_modes() -> None:
+    # Default: the built-in h11 server, a quick call answered with JSON.
+    for flags, content_type in (((), "application/json"),
+                                (("--server", "hypercorn", "--sse-response"), "text/event-stream")):
+        proc, port = _serve(*flags)
+        try:
+            status, headers, _ = _post(port, INIT)
+            assert status == 200
+            sid = headers["Mcp-Session-Id"]
+            status, headers, body = _call_add(port, sid)
+            assert status == 200, body
+            assert headers.get("Content-Type", "").startswith(content_type), flags
+            assert b'"structuredContent":{"result":5}' in body.replace(b" ", b"")
+        finally:
+            proc.terminate()
+            proc.wait(10)
