@@ -20,10 +20,6 @@ from mcpactor.server.schema.validate import _NoneType, _Prop, _top_level_validat
 __all__ = ["ToolSignature", "build_signature"]
 
 
-def _default_validate(arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-    raise NotImplementedError  # pragma: no cover - always replaced by build_signature
-
-
 @attrs.frozen(kw_only=True, eq=False)
 class ToolSignature:
     """What the server needs to know about a tool function's parameters and result.
@@ -46,9 +42,7 @@ class ToolSignature:
     wrap_output: bool
     context_param: str | None
     #: The compiled validator; an attribute rather than a method to save a call frame.
-    validate: Callable[[Mapping[str, Any] | None], dict[str, Any]] = attrs.field(
-        default=_default_validate, repr=False
-    )
+    validate: Callable[[Mapping[str, Any] | None], dict[str, Any]] = attrs.field(repr=False)
 
 
 def _is_skipped(ann: Any, skip: tuple[type, ...]) -> bool:
