@@ -6,6 +6,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from mcpactor.protocol import connection as pc
 from mcpactor.protocol import types as t
 from mcpactor.protocol.errors import (
@@ -18,6 +20,7 @@ from mcpactor.protocol.errors import (
     RequestError,
     RequestTimeout,
 )
+from mcpactor.server.compat import downgrade_content, downgrade_tool_result
 from mcpactor.server.content import _CONTENT_TYPES, resource_contents, to_content, to_json_text
 from mcpactor.server.context import LOG_LEVELS, Context, session_state
 from mcpactor.server.registry import paginate
@@ -131,8 +134,9 @@ class ServerHandler:
         if type(value) is str and sig.output_schema is None:
             # The common case, built as wire data directly: no converter on the hot path.
             return {"content": [{"type": "text", "text": value}]}
+        version = rc.session.connection.protocol_version
         if isinstance(value, t.CallToolResult):
-            return value
+            return downgrade_tool_result(value, version)
         if sig.output_schema is not None and not _holds_content(value):
             try:
                 structured = serialize_output(sig, value)
@@ -144,7 +148,7 @@ class ServerHandler:
                     structured_content=structured,
                 )
         try:
-            return t.CallToolResult(content=to_content(value))
+            return t.CallToolResult(content=downgrade_content(to_content(value), version))
         except TypeError as exc:
             return _error_result(f"Tool {params.name} returned an invalid result: {exc}")
 
@@ -280,7 +284,14 @@ class ServerHandler:
         except Exception as exc:
             log.exception("prompt %s failed", params.name)
             raise InternalError(f"Internal error rendering prompt {params.name}: {exc}") from exc
-        return _prompt_result(value, entry.prompt.description)
+        result = _prompt_result(value, entry.prompt.description)
+        version = rc.session.connection.protocol_version
+        messages = [
+            m if (c := downgrade_content([m.content], version)[0]) is m.content
+            else attrs.evolve(m, content=c)
+            for m in result.messages
+        ]
+        return attrs.evolve(result, messages=messages) if messages != result.messages else result
 
     # -- completion and logging ----------------------------------------------------------
 

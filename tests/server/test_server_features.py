@@ -370,3 +370,29 @@ async def test_meta_and_unknown_fields_pass_through() -> None:
         assert res.content[0].text == "[('trace', 'abc')]"  # type: ignore[union-attr]
         raw = await c.request("tools/list", None, result_cls=None)
         assert raw.tools[0].name == "show"
+
+
+async def test_content_an_older_revision_lacks_is_sent_as_text() -> None:
+    from mcpactor.protocol.types import AudioContent, ResourceLink
+
+    server = Server("compat")
+
+    @server.tool()
+    async def media() -> list[Any]:
+        """Audio and a link."""
+        return [AudioContent(data="AAAA", mime_type="audio/wav"), ResourceLink(uri="x://a", name="a")]
+
+    @server.prompt()
+    async def linked() -> list[Any]:
+        """A prompt holding a link."""
+        return [("user", ResourceLink(uri="x://b", name="b"))]
+
+    kinds = {}
+    for version in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"):
+        async with pair(server, protocol_version=version) as c:
+            res = await c.call_tool("media")
+            prompt = await c.get_prompt("linked")
+            kinds[version] = ([type(b).__name__ for b in res.content], type(prompt.messages[0].content).__name__)
+    assert kinds["2024-11-05"] == (["TextContent", "TextContent"], "TextContent")
+    assert kinds["2025-03-26"] == (["AudioContent", "TextContent"], "TextContent")
+    assert kinds["2025-06-18"] == kinds["2025-11-25"] == (["AudioContent", "ResourceLink"], "ResourceLink")
