@@ -174,7 +174,7 @@ def write_chart(summary: list[dict[str, Any]], path: Path, subject: str) -> None
         ax.tick_params(labelsize=8)
         ax.margins(x=0.15)
     fig.suptitle(f"{subject} vs peers and ceilings (medians)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.985))  # room for the suptitle
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
