@@ -35,6 +35,7 @@ unit: setup
 conformance: setup
 	scripts/conformance.sh install
 	scripts/conformance-server.sh
+	MCPACTOR_HTTP_SERVER=hypercorn scripts/conformance-server.sh
 	scripts/conformance-client.sh
 	scripts/conformance-auth.sh
 

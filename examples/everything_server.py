@@ -444,11 +444,16 @@ def main() -> None:
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--http-server", choices=["h11", "hypercorn"], default=None,
+        help="which HTTP server runs the ASGI app (default: the built-in h11 one)",
+    )
     args = parser.parse_args()
     if args.transport == "stdio":
         server.run(transport="stdio")
     else:
-        server.run(transport="http", host=args.host, port=args.port)
+        options = {"http_server": args.http_server} if args.http_server else {}
+        server.run(transport="http", host=args.host, port=args.port, **options)
 
 
 if __name__ == "__main__":

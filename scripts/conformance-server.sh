@@ -14,7 +14,9 @@ LOG="$(mktemp -t mcpactor-conformance-server.XXXXXX.log)"
 PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
 URL="http://127.0.0.1:$PORT/mcp"
 
-"$PY" "$ROOT/examples/everything_server.py" --transport http --host 127.0.0.1 --port "$PORT" >"$LOG" 2>&1 &
+# MCPACTOR_HTTP_SERVER=hypercorn runs the same ASGI app on hypercorn's Trio worker.
+"$PY" "$ROOT/examples/everything_server.py" --transport http --host 127.0.0.1 --port "$PORT" \
+    ${MCPACTOR_HTTP_SERVER:+--http-server "$MCPACTOR_HTTP_SERVER"} >"$LOG" 2>&1 &
 SERVER_PID=$!
 cleanup() {
     if kill -0 "$SERVER_PID" 2>/dev/null; then
