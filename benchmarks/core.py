@@ -44,9 +44,10 @@ class Config:
     sessions_m: int = 50
     #: http_idle_memory: idle initialized sessions opened on a fresh server.
     idle_sessions: int = 500
-    #: replay_speed: naps in the recorded trace, and how long each sleeps (ms).
-    replay_naps: int = 60
-    replay_nap_ms: int = 20
+    #: replay_speed: naps in the recorded trace, and how long each sleeps (ms). The
+    #: target is about sleep-heavy sessions: most of the recorded wall time is sleeping.
+    replay_naps: int = 30
+    replay_nap_ms: int = 100
     quick: bool = False
     only: str | None = None
     servers: list[str] | None = None
@@ -57,7 +58,7 @@ class Config:
         """Settings under which the whole suite takes less than a minute."""
         return cls(
             rounds=1, duration=0.3, warmup=0.05, setup_samples=1, quick=True,
-            sessions_n=10, sessions_m=20, idle_sessions=100, replay_naps=15,
+            sessions_n=10, sessions_m=20, idle_sessions=100, replay_naps=10,
         )
 
 
