@@ -5,6 +5,7 @@ Session.run()                 supervisor: one nursery, the failure policy below
  ├─ reader                    transport → Connection → route each event
  ├─ writer                    sole owner of transport.send; batches what is queued
  ├─ notifier                  runs notification and progress callbacks in order
+ │                            (started on first use: most sessions never need it)
  └─ handlers nursery          one task per inbound request, each in its own cancel scope
 ```
 
@@ -129,14 +130,14 @@ class Session:
         self.limits = limits
         self.tracker = RequestTracker()
         self._out_send, self._out_recv = trio.open_memory_channel[Outgoing](limits.outbound_buffer)
-        self._note_send, self._note_recv = trio.open_memory_channel[Callable[[], Awaitable[None]]](
-            limits.notification_buffer
-        )
+        # The notifier's mailbox exists from its first job on (see _ensure_notifier).
+        self._note_send: trio.MemorySendChannel[Callable[[], Awaitable[None]]] | None = None
         self._slots = trio.Semaphore(limits.max_concurrent_requests)
         self._scopes: dict[RequestId, trio.CancelScope] = {}
         # Why the peer cancelled each request, kept only while tracing (for cancel_applied).
         self._cancel_reasons: dict[RequestId, str | None] = {}
         self._handlers: trio.Nursery | None = None
+        self._root: trio.Nursery | None = None
         self._reader_scope = trio.CancelScope()
         self._eof = False
         self._idle: trio.Event | None = None
@@ -168,7 +169,7 @@ class Session:
         try:
             async with trio.open_nursery() as root:
                 root.start_soon(self._actor, "writer", self._writer)
-                root.start_soon(self._actor, "notifier", self._notifier)
+                self._root = root
                 async with trio.open_nursery() as handlers:
                     self._handlers = handlers
                     self.started.set()
@@ -186,7 +187,8 @@ class Session:
                 self._shutdown_waiters()
                 # Closing the mailboxes lets the writer flush what is queued, then stop.
                 self._out_send.close()
-                self._note_send.close()
+                if self._note_send is not None:
+                    self._note_send.close()
                 root.cancel_scope.deadline = trio.current_time() + self.limits.drain_timeout
         finally:
             self._shutdown_waiters()
@@ -317,7 +319,8 @@ class Session:
                 await self._send(ev.data, ev.id)
         elif t is pc.NotificationReceived:
             assert isinstance(ev, pc.NotificationReceived)
-            await self._note_send.send(lambda: self.handler.handle_notification(self, ev))
+            mailbox = self._ensure_notifier()
+            await mailbox.send(lambda: self.handler.handle_notification(self, ev))
         elif t is pc.CancelReceived:
             assert isinstance(ev, pc.CancelReceived)
             target = self._scopes.get(ev.request_id)
@@ -512,8 +515,24 @@ class Session:
 
     # -- notifier ---------------------------------------------------------------------
 
-    async def _notifier(self) -> None:
-        async for job in self._note_recv:
+    def _ensure_notifier(self) -> trio.MemorySendChannel[Callable[[], Awaitable[None]]]:
+        # An idle session should cost little memory, and a server session rarely gets a
+        # notification that needs a callback: the notifier and its mailbox start on
+        # first use.
+        mailbox = self._note_send
+        if mailbox is None:
+            mailbox, inbox = trio.open_memory_channel[Callable[[], Awaitable[None]]](
+                self.limits.notification_buffer
+            )
+            self._note_send = mailbox
+            if self._root is not None:
+                self._root.start_soon(self._actor, "notifier", lambda: self._notifier(inbox))
+        return mailbox
+
+    async def _notifier(
+        self, inbox: trio.MemoryReceiveChannel[Callable[[], Awaitable[None]]]
+    ) -> None:
+        async for job in inbox:
             try:
                 await job()
             except Exception:
@@ -616,7 +635,7 @@ class Session:
 
             waiter.progress_pending += 1
             try:
-                self._note_send.send_nowait(job)
+                self._ensure_notifier().send_nowait(job)
             except trio.WouldBlock:
                 # Progress is advisory: under a flood, drop it rather than stall the reader.
                 waiter.progress_ran()
