@@ -54,12 +54,12 @@ def normalize_key(key: str) -> str:
     return key.lower().replace("-", "").replace("_", "")
 
 
-def _needles(normalized_keys: frozenset[str], schemes: bytes = b"bearer |basic ") -> re.Pattern[bytes]:
+def _needles(normalized_keys: frozenset[str]) -> re.Pattern[bytes]:
     """What a folded message must contain to hold a secret: one of the keys as a whole
     JSON key (``"accesstoken"``, so ``progressToken`` does not count), or a credential
     scheme followed by its value. One pattern: a single scan of the message."""
     keys = b"|".join(re.escape(k.encode()) for k in sorted(normalized_keys))
-    return re.compile(b'"(?:' + keys + b')"|' + schemes)
+    return re.compile(b'"(?:' + keys + b')"|bearer |basic ')
 
 
 def _key_regex(keys: frozenset[str]) -> str:
@@ -77,9 +77,6 @@ class Redactor:
     _norm: frozenset[str] = attrs.field(init=False)
     #: Finds, in a folded message, a secret key used as a JSON key or a credential.
     _needles: re.Pattern[bytes] = attrs.field(init=False)
-    #: The same for a whole encoded batch, as plain substrings (memory searches are far
-    #: faster than a regex alternation over tens of kilobytes).
-    _batch_needles: tuple[bytes, ...] = attrs.field(init=False)
     _raw_pair: re.Pattern[str] = attrs.field(init=False)
     #: Secret values seen so far (text, and as they appear inside encoded JSON).
     _learned: dict[str, bytes] = attrs.field(init=False, factory=dict)
@@ -90,8 +87,6 @@ class Redactor:
         pat = _key_regex(self.keys)
         object.__setattr__(self, "_norm", frozenset(normalize_key(k) for k in self.keys))
         object.__setattr__(self, "_needles", _needles(self._norm))
-        object.__setattr__(self, "_batch_needles", (
-            b"bearer", b"basic", *(b'"' + k.encode() + b'"' for k in sorted(self._norm))))
         object.__setattr__(
             self,
             "_raw_pair",
@@ -121,18 +116,6 @@ class Redactor:
         learned = self._learned
         return bool(learned) and any(enc in data for enc in learned.values())
 
-    def batch_might_hold_secret(self, data: bytes) -> bool:
-        """:meth:`might_hold_secret` for a whole batch of encoded events and messages:
-        False means that redacting any of them would change nothing. Stricter than the
-        per-message check (a credential scheme counts whatever follows it: inside JSON
-        strings a tab is ``\\t``), so that one scan can stand for every per-event one."""
-        folded = data.lower().replace(b"-", b"").replace(b"_", b"")
-        for needle in self._batch_needles:
-            if needle in folded:
-                return True
-        learned = self._learned
-        return bool(learned) and any(enc in data for enc in learned.values())
-
     def text_might_hold_secret(self, text: str) -> bool:
         """A cheap over-approximation for one string: a credential scheme, or a secret
         learned earlier."""
@@ -140,17 +123,6 @@ class Redactor:
             return True
         learned = self._learned
         return bool(learned) and any(secret in text for secret in learned)
-
-    @property
-    def learned(self) -> list[str]:
-        """Secret values found so far, oldest first (hunted for in every later string)."""
-        return list(self._learned)
-
-    def remember(self, values: list[str]) -> None:
-        """Hunt for ``values`` too, as if found under secret keys (a writer taking over
-        from another one keeps what that one learned)."""
-        for value in values:
-            self._learn(value)
 
     def _learn(self, value: str) -> None:
         if len(self._learned) >= 256:
