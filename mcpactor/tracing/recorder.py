@@ -1,9 +1,12 @@
 """Trace recorders: JSONL files (``--trace PATH``) and an in-memory list.
 
 The format is described in ``docs/trace-format.md``. Recording stays off the
-per-message path as far as it can: ``emit`` appends a small dict to a list; batches are
-redacted, encoded and written by a background thread (:mod:`.writer`). Messages arrive
-as :class:`~mcpactor.tracing.tracer.EncodedMessage` bytes and are embedded with
+per-message path as far as it can: ``emit`` appends one tuple to a list; batches are
+redacted, encoded (:mod:`.encode`) and written elsewhere: by a background thread
+(:mod:`.writer`, ``writer="thread"``) or by a trace sink process shared by the whole
+process (:mod:`.sinkclient`, ``writer="process"``, which leaves this process only one
+``orjson.dumps`` per batch). Messages arrive as
+:class:`~mcpactor.tracing.tracer.EncodedMessage` bytes and are embedded with
 ``orjson.Fragment`` — never decoded and encoded again, unless they may hold a secret.
 """
 
@@ -20,10 +23,19 @@ import orjson
 import trio
 
 from mcpactor import __version__ as _version
-from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS, REDACTED, Redactor
+from mcpactor.tracing.encode import Record, encode_events, encode_records
+from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS, Redactor
 from mcpactor.tracing.seeds import apply_seeds, clock_kind, fresh_seeds
-from mcpactor.tracing.tracer import EncodedMessage
-from mcpactor.tracing.writer import BackgroundWriter
+from mcpactor.tracing.writer import BackgroundWriter, TraceWriter, writer_mode
+
+__all__ = [
+    "TRACE_FORMAT",
+    "TRACE_FORMAT_VERSION",
+    "JsonlRecorder",
+    "MemoryRecorder",
+    "TraceHeader",
+    "encode_events",
+]
 
 TRACE_FORMAT = "mcpactor-trace"
 TRACE_FORMAT_VERSION = 1
@@ -74,10 +86,6 @@ class TraceHeader:
         }
 
 
-#: Keys every event has, set by the runtime itself: never secrets, never scanned.
-_STRUCTURAL = frozenset({"seq", "t", "session", "actor", "kind"})
-
-
 def _in_trio() -> bool:
     try:
         trio.lowlevel.current_task()
@@ -93,85 +101,8 @@ def _now() -> float:
         return time.monotonic()
 
 
-_PLAIN_TYPES = (int, float, bool, type(None))
-#: Event kinds whose fields are ids, counters, durations and protocol outcomes only.
-_NO_FREE_TEXT = frozenset({
-    "handler_started", "handler_finished", "timer_set", "timer_reset", "timer_fired",
-    "actor_started", "actor_stopped", "progress_dropped", "session_started",
-    "transport_opened", "draining",
-})
-#: seq, t, session, actor, kind, msg, related.
-_MESSAGE_EVENT_SIZE = 7
-
-
-def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[bytes]:
-    """Encode events as JSON lines, redacting secrets (used by every recorder)."""
-    dumps = orjson.dumps
-    fragment = orjson.Fragment
-    out: list[bytes] = []
-    plain = _PLAIN_TYPES
-    is_secret_key = redactor.is_secret_key
-    might_hold = redactor.might_hold_secret
-    for ev in events:
-        t = ev.get("t")
-        if type(t) is float:
-            ev["t"] = round(t, 9)
-        kind = ev.get("kind")
-        if kind in _NO_FREE_TEXT:
-            # Identifiers, counters and outcomes only: nothing there can be a secret.
-            out.append(dumps(ev))
-            continue
-        msg = ev.get("msg")
-        if type(msg) is EncodedMessage and len(ev) <= _MESSAGE_EVENT_SIZE and not might_hold(msg.data):
-            # The common message event: the exact bytes, embedded without decoding.
-            ev["msg"] = fragment(msg.data)
-            out.append(dumps(ev))
-            continue
-        # Fast path, most other events: numbers, flags and short protocol strings that carry
-        # no credential are encoded as they are, without building a redacted copy.
-        for key, value in ev.items():
-            if type(value) in plain or key in _STRUCTURAL:
-                continue
-            if type(value) is str and not is_secret_key(key) and not redactor.text_might_hold_secret(value):
-                continue
-            break
-        else:
-            out.append(dumps(ev))
-            continue
-        fixed: dict[str, Any] = {}
-        for key, value in ev.items():
-            if key in _STRUCTURAL:
-                fixed[key] = value
-                continue
-            if type(value) is EncodedMessage:
-                data = value.data
-                if redactor.might_hold_secret(data):
-                    try:
-                        value, _ = redactor.redact(orjson.loads(data))
-                    except orjson.JSONDecodeError:
-                        value = redactor.redact_text(data.decode("utf-8", "replace"))
-                else:
-                    value = fragment(data)
-            elif value is not None and redactor.is_secret_key(key):
-                value = REDACTED
-            elif key == "raw" and isinstance(value, str):
-                value = redactor.redact_text(value)
-            elif isinstance(value, dict | list | str):
-                value, _ = redactor.redact(value)
-            fixed[key] = value
-        try:
-            out.append(dumps(fixed))
-        except TypeError:
-            out.append(dumps({k: v if _jsonable(v) else repr(v) for k, v in fixed.items()}))
-    return out
-
-
-def _jsonable(value: Any) -> bool:
-    try:
-        orjson.dumps(value)
-    except TypeError:
-        return False
-    return True
+#: Kinds that complete the header (checked with one set lookup per event).
+_HEADER_KINDS = frozenset({"initialized", "session_started"})
 
 
 class _BufferedRecorder:
@@ -186,49 +117,64 @@ class _BufferedRecorder:
         keys = frozenset(header.redacted_keys) | (redact_keys or frozenset())
         self.header = attrs.evolve(header, redacted_keys=sorted(keys))
         self.redactor = Redactor(keys)
-        self._events: list[dict[str, Any]] = []
+        self._events: list[Record] = []
         self._seq = 0
         self._wall_origin = wall_origin
         self._origin = 0.0
         self._clock: dict[str, Any] = {}
-        self._time: Callable[[], float] = _now
+        # Until the clock starts, reading it starts it (and reads 0.0): emit() never has to
+        # ask whether the clock runs.
+        self._time: Callable[[], float] = self._first_time
         if _in_trio():
             self._start_clock()
         self._header_done = False
+        #: Batches may be handed on: the header is complete (or written).
+        self._ready = header.protocol_version is not None
         self._last_handoff = time.monotonic()
         self._closed = False
 
     def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
-        """Record one event (see :class:`mcpactor.tracing.Tracer`)."""
+        """Record one event (see :class:`mcpactor.tracing.Tracer`).
+
+        ``data`` is kept as it is, not copied: callers pass a fresh dict per event.
+        """
         if self._closed:
             return
-        self._seq += 1
+        seq = self._seq = self._seq + 1
+        if kind in _HEADER_KINDS:
+            self._header_event(session, kind, data)
+        events = self._events
+        # The clock is read before the origin: a first read sets the origin (_first_time).
+        # Rounded when encoded, by the writer, not here on the hot path.
+        events.append((seq, self._time() - self._origin, session, actor, kind, data))
+        # A batch is handed on at 256 events, at once after an urgent kind, and after
+        # _BATCH_SECONDS; the wall clock is read every 32 events only (a clock read per
+        # event would cost more than the event).
+        if not len(events) & 31 or kind in _URGENT:
+            self._maybe_flush(kind)
+
+    def _maybe_flush(self, kind: str) -> None:
+        n = len(self._events)
+        if n >= _BATCH_EVENTS:
+            self.flush()
+        elif self._ready and (
+            kind in _URGENT or (
+                not n & 31 and time.monotonic() - self._last_handoff >= _BATCH_SECONDS)
+        ):
+            # Held back until the protocol version is known (it is negotiated a few events
+            # in), unless the batch grows large first.
+            self.flush()
+
+    def _header_event(self, session: str, kind: str, data: dict[str, Any]) -> None:
         if kind == "initialized" and self.header.protocol_version is None:
             self.header = attrs.evolve(self.header, protocol_version=data.get("protocol_version"))
-        if kind == "session_started" and self.header.session is None:
+            self._ready = self._header_done or self.header.protocol_version is not None
+        elif kind == "session_started" and self.header.session is None:
             self.header = attrs.evolve(self.header, session=session)
-        ev = {
-            "seq": self._seq,
-            # Rounded when encoded, on the writer's side, not here on the hot path.
-            "t": self._time() - self._origin if self._clock else self._start_clock(),
-            "session": session,
-            "actor": actor,
-            "kind": kind,
-        }
-        ev.update(data)
-        events = self._events
-        events.append(ev)
-        # Hold the header back until the protocol version is known (it is negotiated a
-        # few events in), unless the batch grows large first. The wall-clock check runs
-        # every 32 events: a clock read per event would cost more than the event.
-        if self._header_done or self.header.protocol_version is not None:
-            n = len(events)
-            if n >= _BATCH_EVENTS or kind in _URGENT or (
-                n % 32 == 0 and time.monotonic() - self._last_handoff >= _BATCH_SECONDS
-            ):
-                self.flush()
-        elif len(self._events) >= _BATCH_EVENTS:
-            self.flush()
+
+    def _first_time(self) -> float:
+        self._start_clock()
+        return self._origin
 
     def _start_clock(self) -> float:
         # Times count from the recorder's creation inside a Trio run, or from its first
@@ -245,10 +191,10 @@ class _BufferedRecorder:
         """The sequence number of the latest event (0 before the first)."""
         return self._seq
 
-    def _take(self) -> tuple[list[bytes], list[dict[str, Any]]]:
+    def _take(self) -> tuple[list[bytes], list[Record]]:
         prefix: list[bytes] = []
         if not self._header_done:
-            self._header_done = True
+            self._header_done = self._ready = True
             if not self._clock:
                 self._start_clock()
             prefix.append(orjson.dumps(self.header.to_json(self._clock)))
@@ -271,7 +217,11 @@ class JsonlRecorder(_BufferedRecorder):
 
     Creating the recorder applies the header's seeds (fresh ones unless given), so the
     recorded run and its replays share Trio's scheduling seed and ``random``'s state.
-    ``redact_keys`` adds secret keys to the defaults.
+    ``redact_keys`` adds secret keys to the defaults. ``writer`` chooses who encodes and
+    writes: ``"thread"`` (a background thread of this process) or ``"process"`` (the trace
+    sink process, falling back to a thread if it cannot start or dies); by default the
+    ``MCPACTOR_TRACE_WRITER`` environment variable, else ``"thread"``. Both write the
+    same bytes; :attr:`writer` tells which one is in use.
     """
 
     def __init__(
@@ -281,25 +231,40 @@ class JsonlRecorder(_BufferedRecorder):
         *,
         redact_keys: frozenset[str] | None = None,
         apply_header_seeds: bool = True,
+        writer: str | None = None,
     ) -> None:
+        mode = writer_mode(writer)
         super().__init__(header, redact_keys)
         if apply_header_seeds:
             apply_seeds(self.header.seeds)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Opened here in either mode, so that a bad path fails the caller right away.
+        file = open(self.path, "wb")
+        self._writer: TraceWriter
+        if mode == "process":
+            try:
+                from mcpactor.tracing.sinkclient import open_process_writer
+            except ImportError:  # no fcntl/select on pipes (Windows): the thread writes
+                pw = None
+            else:
+                pw = open_process_writer(self.path, self.redactor.keys)
+            if pw is not None:
+                file.close()
+                self._writer, self.writer = pw, "process"
+                return
         redactor = self.redactor
-        self._writer = BackgroundWriter(
-            open(self.path, "wb"), lambda events: encode_events(events, redactor)
-        )
+        self._writer = BackgroundWriter(file, lambda events: encode_records(events, redactor))
+        self.writer = "thread"
 
     def flush(self) -> None:
-        """Hand buffered events to the writer thread."""
+        """Hand buffered events to the writer."""
         prefix, events = self._take()
         if prefix or events:
             self._writer.submit(prefix, events)
 
     def close(self) -> None:
-        """Flush, wait for the writer thread, close the file."""
+        """Flush, wait until the writer has written everything, close the file."""
         if not self._closed:
             super().close()
             self._writer.close()
@@ -328,7 +293,7 @@ class MemoryRecorder(_BufferedRecorder):
         """Encode buffered events into :attr:`lines` (synchronously)."""
         prefix, events = self._take()
         self.lines.extend(prefix)
-        self.lines.extend(encode_events(events, self.redactor))
+        self.lines.extend(encode_records(events, self.redactor))
 
     def events(self) -> list[dict[str, Any]]:
         """Every event so far, decoded (the header excluded)."""

@@ -62,6 +62,16 @@ def _needles(normalized_keys: frozenset[str]) -> re.Pattern[bytes]:
     return re.compile(b'"(?:' + keys + b')"|bearer |basic ')
 
 
+def _suffix_groups(normalized_keys: frozenset[str]) -> list[tuple[bytes, list[bytes]]]:
+    """The quoted keys (``"accesstoken"``) grouped under a shared ending (``token"``):
+    one memory search per group over a batch, the group's own only when it hits."""
+    groups: dict[str, list[bytes]] = {}
+    for key in sorted(normalized_keys, key=len):
+        root = next((r for r in groups if key.endswith(r)), key)
+        groups.setdefault(root, []).append(b'"' + key.encode() + b'"')
+    return [(root.encode() + b'"', needles) for root, needles in groups.items()]
+
+
 def _key_regex(keys: frozenset[str]) -> str:
     # Each key spelled with optional separators between its letters, so that one
     # pattern finds every spelling normalize_key() treats as equal.
@@ -77,6 +87,9 @@ class Redactor:
     _norm: frozenset[str] = attrs.field(init=False)
     #: Finds, in a folded message, a secret key used as a JSON key or a credential.
     _needles: re.Pattern[bytes] = attrs.field(init=False)
+    #: The same for a whole encoded batch, as plain substrings (memory searches are far
+    #: faster than a regex alternation over tens of kilobytes).
+    _batch_needles: list[tuple[bytes, list[bytes]]] = attrs.field(init=False)
     _raw_pair: re.Pattern[str] = attrs.field(init=False)
     #: Secret values seen so far (text, and as they appear inside encoded JSON).
     _learned: dict[str, bytes] = attrs.field(init=False, factory=dict)
@@ -87,6 +100,7 @@ class Redactor:
         pat = _key_regex(self.keys)
         object.__setattr__(self, "_norm", frozenset(normalize_key(k) for k in self.keys))
         object.__setattr__(self, "_needles", _needles(self._norm))
+        object.__setattr__(self, "_batch_needles", _suffix_groups(self._norm))
         object.__setattr__(
             self,
             "_raw_pair",
@@ -116,6 +130,24 @@ class Redactor:
         learned = self._learned
         return bool(learned) and any(enc in data for enc in learned.values())
 
+    def batch_might_hold_secret(self, data: bytes) -> bool:
+        """:meth:`might_hold_secret` for a whole batch of encoded events and messages:
+        False means that redacting any of them would change nothing. Stricter than the
+        per-message check (a credential scheme counts whatever follows it: inside JSON
+        strings a tab is ``\\t``), so that one scan can stand for every per-event one."""
+        folded = data.lower().replace(b"-", b"").replace(b"_", b"")
+        # The Kelvin sign is the one non-ASCII letter whose str.lower() is ASCII ("k",
+        # as in "token"): is_secret_key() would match it, a byte search would not.
+        if b"bearer" in folded or b"basic" in folded or b"\xe2\x84\xaa" in data:
+            return True
+        for suffix, needles in self._batch_needles:
+            if suffix in folded:
+                for needle in needles:
+                    if needle in folded:
+                        return True
+        learned = self._learned
+        return bool(learned) and any(enc in data for enc in learned.values())
+
     def text_might_hold_secret(self, text: str) -> bool:
         """A cheap over-approximation for one string: a credential scheme, or a secret
         learned earlier."""
@@ -123,6 +155,17 @@ class Redactor:
             return True
         learned = self._learned
         return bool(learned) and any(secret in text for secret in learned)
+
+    @property
+    def learned(self) -> list[str]:
+        """Secret values found so far, oldest first (hunted for in every later string)."""
+        return list(self._learned)
+
+    def remember(self, values: list[str]) -> None:
+        """Hunt for ``values`` too, as if found under secret keys (a writer taking over
+        from another one keeps what that one learned)."""
+        for value in values:
+            self._learn(value)
 
     def _learn(self, value: str) -> None:
         if len(self._learned) >= 256:

@@ -1,0 +1,382 @@
+"""The recording side of the trace sink process (``writer="process"``).
+
+Why a process: recording costs the session two things per event, building the event
+and encoding it (a redaction check, orjson). A writer thread takes the second off the
+Trio thread but not off the CPU the server runs on: it runs under the same GIL. Here the
+Trio thread makes one ``orjson.dumps`` per batch and writes it to a pipe;
+:mod:`.sink`, another interpreter, does the rest.
+
+One sink process per recording process, started with the first recorder that asks and
+shared by all (an HTTP server records one file per session). Every recorder keeps its
+batches until the sink confirms them written; should the sink die or hang, the recorder
+truncates its file to the last confirmed size and writes the rest itself, on a
+:class:`~mcpactor.tracing.writer.BackgroundWriter`, with the secrets the sink had
+learned — no event is lost, nothing is raised into the session. The sink exits when
+its stdin ends (this process exited or died); it is reaped here once found dead, and at
+exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import contextlib
+import fcntl
+import itertools
+import os
+import secrets
+import select
+import subprocess
+import sys
+import threading
+import time
+from array import array
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+import mcpactor
+from mcpactor.tracing.encode import Record, encode_records, jsonable
+from mcpactor.tracing.redact import Redactor
+from mcpactor.tracing.sink import BATCH, FRAME, OP_CLOSE, OP_DATA, OP_OPEN, decode_batch
+from mcpactor.tracing.tracer import EncodedMessage
+from mcpactor.tracing.writer import BackgroundWriter
+
+#: How long close() waits for the sink to confirm a file complete before taking over.
+CLOSE_TIMEOUT = 10.0
+#: Batches a recorder may have sent and not seen written. Beyond, emit() waits for the
+#: sink: were it slower than the session for long, memory would grow without bound.
+MAX_PENDING = 128
+_F_SETPIPE_SZ = 1031  # Linux: a larger pipe lets the sink fall further behind unnoticed
+_PIPE_SIZE = 1 << 20
+
+
+def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Fragment) -> bytes:
+    """A ``DATA`` body (see :mod:`.sink`): one ``orjson.dumps`` for the whole batch."""
+    blobs = list(prefix)
+    append = blobs.append
+
+    def default(obj: Any) -> Any:
+        if obj.__class__ is EncodedMessage:
+            append(obj.data)
+            return marker
+        raise TypeError
+
+    try:
+        body = orjson.dumps(records, default=default)
+    except TypeError:
+        # Something orjson cannot encode: its repr, as the thread writer would write it.
+        del blobs[len(prefix) :]
+        body = orjson.dumps([_plain(r) for r in records], default=default)
+    lengths = array("I", map(len, blobs)).tobytes()
+    return b"".join([BATCH.pack(len(body), len(prefix), len(blobs)), body, lengths, *blobs])
+
+
+def _plain(rec: Record) -> Record:
+    data = {k: v if v.__class__ is EncodedMessage or jsonable(v) else repr(v)
+            for k, v in rec[5].items()}
+    return (rec[0], rec[1], rec[2], rec[3], rec[4], data)
+
+
+class TraceSink:
+    """The sink process and the two pipes to it, driven from the recording threads.
+
+    No helper thread: frames are written to a non-blocking pipe (1 MiB, so a write
+    rarely has to wait) and the sink's answers are read, without blocking, whenever a
+    batch is sent. A thread waking per batch would take the GIL from the session's
+    thread each time, and on a VM every such hand-over costs a scheduler wake-up.
+    """
+
+    def __init__(self) -> None:
+        nonce = secrets.token_hex(8)
+        self.marker_text = "\x00" + nonce
+        self.marker = orjson.Fragment(orjson.dumps(self.marker_text))
+        env = dict(os.environ)
+        # The sink must import this very mcpactor, wherever sys.path found it.
+        root = str(Path(mcpactor.__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpactor.tracing.sink", nonce],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env,
+            # Its own session: a terminal's Ctrl-C or a group kill must not end it before
+            # this process has had its say; it ends with its stdin.
+            start_new_session=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._wfd = self.proc.stdin.fileno()
+        self._rfd = self.proc.stdout.fileno()
+        for fd in (self._wfd, self._rfd):
+            os.set_blocking(fd, False)
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
+        self.pid = os.getpid()
+        self.dead = False
+        self._channels: dict[int, ProcessWriter] = {}
+        self._ids = itertools.count(1)
+        self._partial = b""
+        # Recorders may live in several threads (one Trio run each); the pipes are shared.
+        self._lock = threading.RLock()
+
+    def register(self, writer: ProcessWriter) -> int:
+        """A channel id for ``writer``'s file."""
+        channel = next(self._ids)
+        self._channels[channel] = writer
+        return channel
+
+    def forget(self, channel: int) -> None:
+        """``channel``'s writer is closed."""
+        self._channels.pop(channel, None)
+
+    def send(self, op: int, channel: int, body: bytes) -> None:
+        """Write one frame to the sink, then take in its answers so far. Waits only
+        while the pipe is full; a sink that stays stuck that long is declared dead."""
+        frame = memoryview(FRAME.pack(op, channel, len(body)) + body)
+        with self._lock:
+            while frame and not self.dead:
+                try:
+                    frame = frame[os.write(self._wfd, frame) :]
+                except BlockingIOError:
+                    if not self._wait(CLOSE_TIMEOUT, writing=True):
+                        self.die()
+                except OSError:
+                    self.die()
+            self.poll()
+
+    def poll(self) -> None:
+        """Take in the sink's answers that have arrived (never blocks)."""
+        with self._lock:
+            while not self.dead:
+                try:
+                    data = os.read(self._rfd, 65536)
+                except BlockingIOError:
+                    return
+                except OSError:
+                    data = b""
+                if not data:
+                    self.die()
+                    return
+                *lines, self._partial = (self._partial + data).split(b"\n")
+                for line in lines:
+                    self._dispatch(line)
+
+    def wait_until(self, done: Callable[[], bool], timeout: float) -> bool:
+        """Take in answers until ``done()`` or the sink's death; False after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self.poll()
+            while not done() and not self.dead:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._wait(remaining):
+                    return False
+            return True
+
+    def _wait(self, timeout: float, *, writing: bool = False) -> bool:
+        # Until an answer can be read (read it: a sink blocked on a full answer pipe
+        # reads no more frames) or, when writing, the frame pipe has room.
+        try:
+            readable, writable, _ = select.select(
+                [self._rfd], [self._wfd] if writing else [], [], timeout)
+        except (OSError, ValueError):
+            self.die()
+            return False
+        if readable:
+            self.poll()
+        return bool(readable or writable)
+
+    def _dispatch(self, line: bytes) -> None:
+        try:
+            reply = orjson.loads(line)
+            writer = self._channels.get(reply[1])
+            if writer is not None:
+                writer.on_reply(reply)
+        except Exception:  # a garbled answer only costs its own acknowledgement
+            pass
+
+    def die(self) -> None:
+        """The sink is gone or useless: make sure it is dead, reap it, tell the writers
+        (each then writes its own file)."""
+        with self._lock:
+            if self.dead:
+                return
+            self.dead = True
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+            self.proc.wait()
+            for f in (self.proc.stdin, self.proc.stdout):
+                with contextlib.suppress(OSError):
+                    if f is not None:
+                        f.close()
+            for writer in list(self._channels.values()):
+                writer.on_sink_dead()
+
+    def alive(self) -> bool:
+        """Whether the sink still runs (reaping it if it has exited on its own)."""
+        if not self.dead and self.proc.poll() is not None:
+            self.die()
+        return not self.dead
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Close the sink's stdin: it writes what it has, closes every file and exits."""
+        with self._lock:
+            if self.dead:
+                return
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()  # type: ignore[union-attr]
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+            self.die()
+
+
+#: Sink processes one process may start: a dead sink is replaced for later recorders,
+#: but not forever (whatever kills them would likely kill the next).
+MAX_SINK_STARTS = 3
+_sink: TraceSink | None = None
+_sink_starts = 0
+_sink_lock = threading.Lock()
+
+
+def _shared_sink() -> TraceSink | None:
+    global _sink, _sink_starts
+    with _sink_lock:
+        if _sink is not None and _sink.pid != os.getpid():
+            _sink, _sink_starts = None, 0  # a fork: that sink belongs to the parent
+        if (_sink is None or not _sink.alive()) and _sink_starts < MAX_SINK_STARTS:
+            _sink_starts += 1
+            try:
+                _sink = TraceSink()
+            except OSError:
+                _sink, _sink_starts = None, MAX_SINK_STARTS  # no sink here: threads then
+        return _sink if _sink is not None and not _sink.dead else None
+
+
+@atexit.register
+def _shutdown_sink() -> None:
+    if _sink is not None and _sink.pid == os.getpid():
+        _sink.shutdown()
+
+
+def open_process_writer(path: Path, keys: frozenset[str]) -> ProcessWriter | None:
+    """A writer for ``path`` (created empty by the caller) in the shared sink, or None
+    when no sink can run in this process."""
+    sink = _shared_sink()
+    return None if sink is None else ProcessWriter(sink, path, keys)
+
+
+class ProcessWriter:
+    """One trace file written by the sink process (a :class:`~.writer.TraceWriter`)."""
+
+    def __init__(self, sink: TraceSink, path: Path, keys: frozenset[str]) -> None:
+        self.error: BaseException | None = None
+        self._sink = sink
+        self._path = path
+        self._keys = keys
+        #: Batches sent and not yet confirmed written, oldest first, as sent: bytes hold
+        #: no references for the garbage collector to walk, and decode as the sink would.
+        self._pending: collections.deque[bytes] = collections.deque()
+        self._size = 0  # the file's size after the last confirmed batch
+        self._learned: list[str] = []
+        self._closed_ok = False
+        self._fallback: BackgroundWriter | None = None
+        self._channel = sink.register(self)
+        # Absolute: the sink's working directory is this process's when it started.
+        spec = {"path": os.path.abspath(path), "keys": sorted(keys)}
+        self._broken = False  # the sink could not open the file: this process writes it
+        sink.send(OP_OPEN, self._channel, orjson.dumps(spec))
+
+    @property
+    def in_process(self) -> bool:
+        """Whether this file's writing has fallen back to a thread of this process."""
+        return self._fallback is not None
+
+    def submit(self, prefix: list[bytes], events: list[Record]) -> None:
+        """Send one batch to the sink (the one ``orjson.dumps`` happens here)."""
+        if self._fallback is None and (self._sink.dead or self._broken):
+            self._fall_back()
+        if self._fallback is not None:
+            self._fallback.submit(prefix, events)
+            return
+        try:
+            body = encode_batch(prefix, events, self._sink.marker)
+        except Exception as exc:
+            # Never into the session: this batch is encoded here and sent as lines.
+            self.error = exc
+            body = encode_batch(prefix + encode_records(events, self._redactor()), [],
+                                self._sink.marker)
+        if len(self._pending) >= MAX_PENDING:
+            if not self._sink.wait_until(lambda: len(self._pending) < MAX_PENDING,
+                                         CLOSE_TIMEOUT):
+                self._sink.die()  # no progress for that long: hung
+            if self._sink.dead:
+                self._fall_back()
+                assert self._fallback is not None
+                self._fallback.submit(prefix, events)
+                return
+        self._pending.append(body)
+        self._sink.send(OP_DATA, self._channel, body)
+
+    def close(self) -> None:
+        """Return once the file is complete and closed, by the sink or by this process."""
+        if self._fallback is None:
+            if not self._sink.dead and not self._broken:
+                self._sink.send(OP_CLOSE, self._channel, b"")
+                if not self._sink.wait_until(lambda: self._closed_ok or self._broken,
+                                             CLOSE_TIMEOUT):
+                    self._sink.die()  # hung: take over rather than leave the file short
+            if not self._closed_ok:
+                self._fall_back()
+        self._sink.forget(self._channel)
+        if self._fallback is not None:
+            self._fallback.close()
+
+    def on_reply(self, reply: list[Any]) -> None:
+        """An answer from the sink."""
+        kind, _, size, *rest = reply
+        if kind == "E" or self._broken:
+            # The sink never opened the file: every batch is still ours to write.
+            self._broken = True
+            self.error = RuntimeError(f"trace sink: {rest[-1]}")
+            return
+        if kind == "A":
+            self._pending.popleft()
+            learned, error = rest
+            self._learned.extend(learned)
+        else:
+            error = rest[0]
+        if size >= 0:
+            self._size = size
+        if error:
+            self.error = RuntimeError(f"trace sink: {error}")
+        if kind == "C":
+            self._closed_ok = True
+
+    def on_sink_dead(self) -> None:
+        """The sink has exited and been reaped: the next submit or close takes over."""
+
+    def _redactor(self) -> Redactor:
+        redactor = Redactor(self._keys)
+        redactor.remember(self._learned)
+        return redactor
+
+    def _fall_back(self) -> None:
+        # From here this process writes the file. The sink is gone for good first, so
+        # that it cannot write behind our back; what it confirmed stays, the rest (a
+        # batch may have been half written) is cut and written again. A file the sink
+        # could not open is not the sink's fault: it stays, for the other files.
+        if not self._broken:
+            self._sink.die()  # no-op when dead already; never two writers on one file
+        redactor = self._redactor()
+        file: IO[bytes]
+        try:
+            file = open(self._path, "r+b")
+            file.truncate(self._size)
+            file.seek(self._size)
+        except OSError as exc:
+            self.error = exc
+            file = open(os.devnull, "wb")
+        self._fallback = BackgroundWriter(file, lambda events: encode_records(events, redactor))
+        while self._pending:
+            self._fallback.submit(*decode_batch(self._pending.popleft(), self._sink.marker_text))

@@ -1,0 +1,229 @@
+"""The trace sink process (``writer="process"``): same bytes as the thread writer,
+complete files on close, no event lost when it dies, no secret in the file."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import trio
+import trio.testing
+
+from mcpactor.tracing import REDACTED, JsonlRecorder, TraceHeader, sinkclient
+from mcpactor.tracing.tracer import EncodedMessage
+from mcpactor.tracing.writer import DEFAULT_WRITER, writer_mode
+
+SECRET = "tok-8f2kQz91"
+
+
+def _header() -> TraceHeader:
+    return TraceHeader(role="server", transport="memory", entry_point="x:y",
+                       seeds={"scheduler": 1, "random": 2})
+
+
+def _events() -> list[tuple[str, str, dict[str, Any]]]:
+    """A bit of everything the encoder treats differently."""
+    odd = object()  # one instance: its repr is the same for both writers
+    return [
+        ("supervisor", "session_started", {"role": "server", "transport": "memory"}),
+        ("reader", "message_in", {"msg": EncodedMessage(
+            b'{"jsonrpc": "2.0", "id": 0, "method": "initialize",  "params": {}}')}),
+        ("reader", "initialized", {"protocol_version": "2025-06-18",
+                                   "peer_info": {"name": "c", "password": "pw"}}),
+        ("handler:1", "handler_started", {"id": 1, "method": "tools/call"}),
+        ("reader", "message_in", {"msg": EncodedMessage(
+            b'{"id":1,"params":{"arguments":{"token":"%s"}}}' % SECRET.encode())}),
+        ("writer", "message_out", {"msg": EncodedMessage(
+            b'{"id":1,"result":"echo %s"}' % SECRET.encode()), "related": 1}),
+        ("reader", "message_in", {"raw": 'not json "authorization": "Bearer abcdefghij"'}),
+        ("reader", "custom", {"obj": odd, "big": 2**70, "nested": {"m": [1.5, None]},
+                              "note": "with Bearer zzzzzzzzzz inside"}),
+        ("reader", "custom", {"inner": {"msg": EncodedMessage(b'{"a":1}')}}),
+        *[("writer", "message_out", {"msg": EncodedMessage(b'{"i": %d}' % i), "related": i})
+          for i in range(600)],
+        ("supervisor", "session_closed", {"reason": "eof"}),
+    ]
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines()
+
+
+def _same_header(a: bytes, b: bytes) -> None:
+    ha, hb = orjson.loads(a), orjson.loads(b)
+    del ha["clock"]["wall_origin"], hb["clock"]["wall_origin"]
+    assert ha == hb
+
+
+def test_process_writer_writes_the_thread_writers_bytes(tmp_path: Path) -> None:
+    events = _events()
+
+    async def main() -> None:
+        recs = [JsonlRecorder(tmp_path / f"{mode}.jsonl", _header(), apply_header_seeds=False,
+                              writer=mode) for mode in ("thread", "process")]
+        assert [r.writer for r in recs] == ["thread", "process"]
+        for actor, kind, data in events:
+            for rec in recs:  # the same data, the same (virtual) instant
+                rec.emit("sid", actor, kind, data)
+        for rec in recs:
+            rec.close()
+
+    trio.run(main, clock=trio.testing.MockClock())
+    thread, process = _lines(tmp_path / "thread.jsonl"), _lines(tmp_path / "process.jsonl")
+    assert len(thread) == len(events) + 1
+    _same_header(thread[0], process[0])
+    assert thread[1:] == process[1:]
+    assert SECRET.encode() not in b"".join(process) and b"abcdefghij" not in b"".join(process)
+    # The spacing of a message as it crossed the wire is kept.
+    assert b'"method": "initialize",  "params"' in process[2]
+
+
+def test_close_returns_once_the_file_is_complete(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    rec = JsonlRecorder(path, TraceHeader(role="server", transport="x", protocol_version="v"),
+                        apply_header_seeds=False, writer="process")
+    for i in range(5000):
+        rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"i":%d}' % i),
+                                                "related": None})
+    rec.close()
+    lines = _lines(path)
+    assert len(lines) == 5001
+    assert orjson.loads(lines[-1])["msg"] == {"i": 4999}
+    assert rec.writer == "process" and rec._writer.error is None
+
+
+def test_a_killed_sink_loses_no_event_and_leaks_no_learned_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sinkclient, "_sink_starts", 0)
+    path = tmp_path / "t.jsonl"
+    rec = JsonlRecorder(path, TraceHeader(role="server", transport="x", protocol_version="v"),
+                        apply_header_seeds=False, writer="process")
+    writer = rec._writer
+    assert isinstance(writer, sinkclient.ProcessWriter)
+    rec.emit("s", "reader", "message_in", {"msg": EncodedMessage(
+        b'{"params":{"access_token":"%s"}}' % SECRET.encode())})
+    n = 1
+    for i in range(300):
+        rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"i":%d}' % i),
+                                                "related": None})
+        n += 1
+    rec.flush()
+    sink = sinkclient._sink
+    assert sink is not None
+    assert sink.wait_until(lambda: not writer._pending, 10)  # the sink has learned SECRET
+    for i in range(700):  # some of these are in flight when the sink dies
+        rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"j":%d}' % i),
+                                                "related": None})
+        n += 1
+        if i == 500:
+            os.kill(sink.proc.pid, signal.SIGKILL)
+    rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(
+        b'{"echo":"%s"}' % SECRET.encode()), "related": None})
+    n += 1
+    rec.close()
+    assert writer.in_process
+    assert sink.proc.returncode is not None  # reaped
+    lines = _lines(path)
+    assert [orjson.loads(x)["seq"] for x in lines[1:]] == list(range(1, n + 1))
+    assert SECRET.encode() not in path.read_bytes()
+    assert orjson.loads(lines[-1])["msg"] == {"echo": REDACTED}
+    # Later recorders get a new sink.
+    again = JsonlRecorder(tmp_path / "again.jsonl", _header(), apply_header_seeds=False,
+                          writer="process")
+    again.close()
+    assert again.writer == "process" and sinkclient._sink is not sink
+
+
+def test_secrets_are_redacted_in_process_mode(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    rec = JsonlRecorder(path, _header(), apply_header_seeds=False, writer="process",
+                        redact_keys=frozenset({"ssn"}))
+    rec.emit("s", "reader", "initialized", {"protocol_version": "v"})
+    rec.emit("s", "reader", "message_in", {"msg": EncodedMessage(
+        b'{"params":{"_meta":{"Authorization":"Bearer %s","ssn":"123-45-6789"}}}'
+        % SECRET.encode())})
+    rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(
+        b'{"result":"your token is %s"}' % SECRET.encode()), "related": 1})
+    rec.emit("s", "reader", "message_in", {"raw": '{"password": "hunter22", '})
+    rec.close()
+    data = path.read_bytes()
+    assert rec.writer == "process"
+    for secret in (SECRET, "123-45-6789", "hunter22"):
+        assert secret.encode() not in data
+    events = [orjson.loads(x) for x in data.splitlines()[1:]]
+    assert events[1]["msg"]["params"]["_meta"] == {"Authorization": REDACTED, "ssn": REDACTED}
+    assert events[2]["msg"]["result"] == f"your token is {REDACTED}"
+
+
+_CHILD = """
+import sys, time
+from mcpactor.tracing import JsonlRecorder, TraceHeader
+from mcpactor.tracing import sinkclient
+rec = JsonlRecorder(sys.argv[1], TraceHeader(role="server", transport="x", protocol_version="v"),
+                    apply_header_seeds=False, writer="process")
+for i in range(100):
+    rec.emit("s", "reader", "custom", {"i": i})
+rec.flush()
+print(sinkclient._sink.proc.pid, flush=True)
+if sys.argv[2] == "die":
+    time.sleep(30)
+"""
+
+
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.parametrize("end", ["exit", "die"])
+def test_the_sink_ends_with_its_process_and_writes_what_it_got(tmp_path: Path, end: str) -> None:
+    path = tmp_path / "t.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(path), end],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    sink_pid = int(proc.stdout.readline())
+    if end == "die":
+        proc.kill()  # no atexit, no close(): the sink sees its stdin end
+    assert proc.wait(20) in (0, -signal.SIGKILL)
+    assert _gone(sink_pid)
+    assert len(_lines(path)) == 101  # the recorder was never closed
+
+
+def test_the_writer_is_chosen_by_argument_then_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCPACTOR_TRACE_WRITER", "process")
+    assert writer_mode(None) == "process" and writer_mode("thread") == "thread"
+    monkeypatch.setenv("MCPACTOR_TRACE_WRITER", "bogus")
+    assert writer_mode(None) == DEFAULT_WRITER
+    monkeypatch.delenv("MCPACTOR_TRACE_WRITER")
+    assert writer_mode(None) == DEFAULT_WRITER
+    with pytest.raises(ValueError):
+        writer_mode("bogus")
+
+
+def test_a_file_the_sink_cannot_open_is_written_here_and_the_sink_stays(tmp_path: Path) -> None:
+    sink = sinkclient._shared_sink()
+    assert sink is not None
+    path = tmp_path / "later" / "t.jsonl"  # no such folder when the sink tries
+    writer = sinkclient.ProcessWriter(sink, path, frozenset({"token"}))
+    assert sink.wait_until(lambda: writer._broken, 10)
+    path.parent.mkdir()
+    path.write_bytes(b"")
+    writer.submit([b'{"type":"header"}'], [(1, 0.0, "s", "reader", "custom", {"token": "x"})])
+    writer.close()
+    assert writer.in_process and sink.alive()
+    lines = _lines(path)
+    assert len(lines) == 2 and orjson.loads(lines[1])["token"] == REDACTED
