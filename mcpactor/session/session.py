@@ -18,8 +18,8 @@ Failure policy, in one place:
 - a handler that raises answers -32603 (or its McpError's code); the session lives on;
 - a cancelled handler sends nothing; a response that loses the race with a
   cancellation is suppressed by the Connection and traced, never sent twice;
-- end of input: in-flight handlers are cancelled, queued output is flushed, waiters
-  fail with ConnectionClosed;
+- a clean end of input: in-flight handlers may finish within ``Limits.drain_timeout``,
+  then are cancelled; queued output is flushed; waiters fail with ConnectionClosed;
 - a broken transport on write ends the session the same way;
 - a bug in an actor (an unexpected exception) ends the session; the exception is
   logged with the session id and traced as ``actor_failed``, then re-raised.
@@ -31,9 +31,8 @@ import logging
 import math
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
-import attrs
 import trio
 
 from mcpactor.protocol import connection as pc
@@ -46,8 +45,11 @@ from mcpactor.protocol.errors import (
     McpError,
     RequestTimeout,
 )
-from mcpactor.protocol.jsonrpc import RequestId, encode_batch, encode_error
+from mcpactor.protocol.jsonrpc import RequestId, encode_error
+from mcpactor.session.batch import BatchCollector
 from mcpactor.session.context import RequestContext
+from mcpactor.session.handler import SessionHandler
+from mcpactor.session.limits import Limits
 from mcpactor.session.tracker import ProgressCallback, RequestTracker, Timeout, Waiter
 from mcpactor.tracing.tracer import EncodedMessage, Tracer
 from mcpactor.transports.base import (
@@ -59,45 +61,6 @@ from mcpactor.transports.base import (
 )
 
 log = logging.getLogger("mcpactor.session")
-
-
-@attrs.frozen
-class Limits:
-    """Bounds that keep one session's memory and concurrency finite."""
-
-    #: Inbound requests handled at once; past this the reader stops reading (backpressure).
-    max_concurrent_requests: int = 1024
-    #: Messages queued for the writer before senders wait.
-    outbound_buffer: int = 4096
-    #: Notifications queued for callbacks before the reader waits.
-    notification_buffer: int = 1024
-    #: Seconds in-flight handlers may take to finish after a clean end of input, and
-    #: then the writer to flush what is queued.
-    drain_timeout: float = 2.0
-
-
-class SessionHandler(Protocol):
-    """The application behind a session (the server's registries, the client's callbacks)."""
-
-    async def handle_request(self, ctx: RequestContext) -> Any:
-        """Answer one inbound request; return its result (attrs object or dict)."""
-        ...
-
-    async def handle_notification(self, session: Session, event: pc.NotificationReceived) -> None:
-        """React to one inbound notification (called in order, by the notifier)."""
-        ...
-
-    def on_initialized(self, session: Session, event: pc.Initialized) -> None:
-        """Version and capabilities are negotiated."""
-        ...
-
-    def on_operation_started(self, session: Session) -> None:
-        """Server role: the client's initialized notification arrived."""
-        ...
-
-    def on_closed(self, session: Session) -> None:
-        """The session ended."""
-        ...
 
 
 def _msg(data: bytes) -> Any:
@@ -120,7 +83,7 @@ class Session:
         *,
         tracer: Tracer | None = None,
         session_id: str | None = None,
-        limits: Limits = Limits(),
+        limits: Limits = Limits(),  # noqa: B008 - frozen, shared safely
     ) -> None:
         self.transport = transport
         self.connection = connection
@@ -290,7 +253,7 @@ class Session:
                 assert isinstance(data, bytes)
                 await self._take(data)
 
-    async def _route(self, ev: pc.Event, batch: _BatchCollector | None) -> None:
+    async def _route(self, ev: pc.Event, batch: BatchCollector | None) -> None:
         t = type(ev)
         if t is pc.RequestReceived:
             assert isinstance(ev, pc.RequestReceived)
@@ -354,7 +317,7 @@ class Session:
         elif t is pc.BatchReceived:
             assert isinstance(ev, pc.BatchReceived)
             first = next((e.id for e in ev.events if isinstance(e, pc.RequestReceived)), None)
-            collector = _BatchCollector(self, ev.expected, first)
+            collector = BatchCollector(self, ev.expected, first)
             for item in ev.events:
                 await self._route(item, collector)
             collector.routed()
@@ -362,7 +325,7 @@ class Session:
     # -- dispatcher: one task per inbound request --------------------------------------
 
     async def _run_request(
-        self, ev: pc.RequestReceived, scope: trio.CancelScope, batch: _BatchCollector | None
+        self, ev: pc.RequestReceived, scope: trio.CancelScope, batch: BatchCollector | None
     ) -> None:
         rid = ev.id
         conn = self.connection
@@ -669,37 +632,3 @@ class Session:
     async def send_raw(self, data: bytes) -> None:
         """Queue already-encoded bytes (the client's initialize goes this way)."""
         await self._send(data)
-
-
-class _BatchCollector:
-    """Collects the answers to one inbound batch and sends them as one array."""
-
-    def __init__(self, session: Session, expected: int, related: RequestId | None) -> None:
-        self.session = session
-        self.related = related
-        self.remaining = expected
-        self.parts: list[bytes] = []
-        self._routed = False
-
-    def add(self, data: bytes) -> None:
-        self.parts.append(data)
-        self._done_one()
-
-    def skip(self) -> None:
-        self._done_one()
-
-    def routed(self) -> None:
-        self._routed = True
-        self._maybe_flush()
-
-    def _done_one(self) -> None:
-        self.remaining -= 1
-        self._maybe_flush()
-
-    def _maybe_flush(self) -> None:
-        if self._routed and self.remaining <= 0 and self.parts:
-            data = encode_batch(self.parts)
-            self.parts = []
-            session = self.session
-            assert session._handlers is not None
-            session._handlers.start_soon(session._send, data, self.related)
