@@ -9,7 +9,9 @@ from typing import Any
 import orjson
 import trio
 
-from mcpactor.transports.http_rules import HttpError
+from mcpactor.protocol import jsonrpc
+from mcpactor.protocol.errors import ParseError
+from mcpactor.transports.http_rules import HttpError, invalid_request, parse_error
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -24,6 +26,7 @@ __all__ = [
     "error_body",
     "lifespan",
     "read_body",
+    "read_jsonrpc",
     "send_error",
     "send_json",
     "send_response",
@@ -86,6 +89,28 @@ def error_body(code: int, message: str, rid: Any = None) -> bytes:
     return orjson.dumps(
         {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
     )
+
+
+async def read_jsonrpc(
+    receive: Receive, send: Send, limit: int, content_length: str | None
+) -> tuple[bytes, jsonrpc.Message | jsonrpc.Batch] | None:
+    """Read a POST body and parse it as JSON-RPC; on a body that is too large (413), not
+    JSON (400 with a -32700 body) or not JSON-RPC (400, -32600) answer the request here
+    and return None."""
+    try:
+        body = await read_body(receive, limit, content_length)
+    except BodyTooLarge:
+        await send_error(send, HttpError(413, "Payload Too Large"))
+        return None
+    try:
+        parsed = jsonrpc.parse(body)
+    except ParseError as exc:
+        await send_error(send, parse_error(exc.message))
+        return None
+    if isinstance(parsed, jsonrpc.Invalid):
+        await send_error(send, invalid_request(parsed.error.message))
+        return None
+    return body, parsed
 
 
 async def send_error(

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from mcpactor.protocol import jsonrpc, versions
-from mcpactor.protocol.errors import ParseError
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Scope, Send
 from mcpactor.transports.base import TransportClosed
@@ -37,7 +36,6 @@ from mcpactor.transports.http_rules import (
     is_error_response,
     is_initialize,
     new_session_id,
-    parse_error,
 )
 from mcpactor.transports.http_session import HttpSession
 from mcpactor.transports.http_stateless import stateless_post
@@ -248,21 +246,12 @@ class McpHttpApp:
         if err is not None:
             await asgi.send_error(send, err)
             return
-        try:
-            body = await asgi.read_body(
-                receive, self.options.max_body_size, headers.get("content-length")
-            )
-        except asgi.BodyTooLarge:
-            await asgi.send_error(send, HttpError(413, "Payload Too Large"))
+        read = await asgi.read_jsonrpc(
+            receive, send, self.options.max_body_size, headers.get("content-length")
+        )
+        if read is None:
             return
-        try:
-            parsed = jsonrpc.parse(body)
-        except ParseError as exc:
-            await asgi.send_error(send, parse_error(exc.message))
-            return
-        if isinstance(parsed, jsonrpc.Invalid):
-            await asgi.send_error(send, invalid_request(parsed.error.message))
-            return
+        body, parsed = read
         items = parsed.items if isinstance(parsed, jsonrpc.Batch) else [parsed]
         if any(isinstance(m, jsonrpc.Invalid) for m in items):
             await asgi.send_error(send, invalid_request("Invalid Request: malformed batch item"))

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 from mcpactor.protocol import jsonrpc
-from mcpactor.protocol.errors import ParseError
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Scope, Send
 from mcpactor.transports.http_rules import (
@@ -20,8 +19,6 @@ from mcpactor.transports.http_rules import (
     HttpError,
     check_accept_get,
     check_content_type,
-    invalid_request,
-    parse_error,
 )
 from mcpactor.transports.sse import encode_event
 
@@ -80,19 +77,12 @@ async def handle_message(
     if err is not None:
         await asgi.send_error(send, err)
         return
-    try:
-        body = await asgi.read_body(receive, app.options.max_body_size, headers.get("content-length"))
-    except asgi.BodyTooLarge:
-        await asgi.send_error(send, HttpError(413, "Payload Too Large"))
+    read = await asgi.read_jsonrpc(
+        receive, send, app.options.max_body_size, headers.get("content-length")
+    )
+    if read is None:
         return
-    try:
-        parsed = jsonrpc.parse(body)
-    except ParseError as exc:
-        await asgi.send_error(send, parse_error(exc.message))
-        return
-    if isinstance(parsed, jsonrpc.Invalid):
-        await asgi.send_error(send, invalid_request(parsed.error.message))
-        return
+    body, parsed = read
     items = parsed.items if isinstance(parsed, jsonrpc.Batch) else [parsed]
     if auth is not None and await auth.check_items(app.server, items, send):
         return  # [auth] per-tool scopes
