@@ -3,8 +3,8 @@ whether it is a request or a notification, the capability it needs, and its firs
 
 The core uses it to parse params (``from_wire(params, spec.params_cls)``), to refuse a
 method the receiving side did not declare (``capability``), and to refuse a method the
-negotiated protocol version does not have (``since``; versions are ISO dates, so they
-compare as strings).
+negotiated protocol version does not have (``since``, ordered by
+:func:`mcpactor.protocol.versions.at_least`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any, Literal
 import attrs
 
 from . import types as t
+from . import versions
 from .convert import to_wire
 
 Direction = Literal["client_to_server", "server_to_client", "both"]
@@ -57,7 +58,7 @@ class MethodSpec:
 
     def allowed_in(self, protocol_version: str) -> bool:
         """Whether this method exists in ``protocol_version``."""
-        return protocol_version >= self.since
+        return versions.at_least(protocol_version, self.since)
 
     @property
     def capability_owner(self) -> Literal["server", "client"] | None:
