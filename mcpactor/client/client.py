@@ -20,7 +20,7 @@ from mcpactor.protocol.errors import MethodNotFound
 from mcpactor.protocol.lifecycle import Role
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Limits, Session
-from mcpactor.session.tracker import ProgressCallback, Timeout
+from mcpactor.session.tracker import ProgressCallback, Timeout, Waiter
 from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import Transport
 
@@ -144,8 +144,6 @@ class Client:
 
     async def _initialize(self, protocol_version: str, timeout: float | None) -> None:
         rid, data = self.session.connection.start_initialize(protocol_version)
-        from mcpactor.session.tracker import Waiter
-
         waiter = Waiter(rid, "initialize", Timeout(timeout), None, trio.current_time())
         self.session.tracker.add(waiter)
         await self.session.send_raw(data)

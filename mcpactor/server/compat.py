@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from mcpactor.protocol import types as t
 from mcpactor.protocol import versions
 
@@ -39,6 +41,4 @@ def downgrade_tool_result(result: t.CallToolResult, version: str | None) -> t.Ca
     content = downgrade_content(list(result.content), version)
     if content == list(result.content):
         return result
-    import attrs
-
     return attrs.evolve(result, content=content)

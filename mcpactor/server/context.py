@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from mcpactor.protocol import types as t
+from mcpactor.protocol.convert import to_wire
 from mcpactor.protocol.errors import CapabilityNotSupported
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.session.context import RequestContext
@@ -175,7 +176,7 @@ class Context:
         if isinstance(messages, str):
             messages = [t.SamplingMessage(role="user", content=t.TextContent(text=messages))]
         params: dict[str, Any] = {
-            "messages": [m if isinstance(m, dict) else _wire(m) for m in messages],
+            "messages": [m if isinstance(m, dict) else to_wire(m) for m in messages],
             "maxTokens": max_tokens,
         }
         for key, value in (
@@ -189,12 +190,12 @@ class Context:
                 params[key] = value
         if model_preferences is not None:
             params["modelPreferences"] = (
-                model_preferences if isinstance(model_preferences, dict) else _wire(model_preferences)
+                model_preferences if isinstance(model_preferences, dict) else to_wire(model_preferences)
             )
         if tools is not None:
-            params["tools"] = [_wire(x) for x in tools]
+            params["tools"] = [to_wire(x) for x in tools]
         if tool_choice is not None:
-            params["toolChoice"] = _wire(tool_choice)
+            params["toolChoice"] = to_wire(tool_choice)
         result = await self._rc.request("sampling/createMessage", params, timeout=timeout)
         assert isinstance(result, t.CreateMessageResult)
         return result
@@ -250,9 +251,3 @@ class Context:
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell every subscribed session that ``uri`` changed."""
         await self.server.notify_resource_updated(uri)
-
-
-def _wire(obj: Any) -> Any:
-    from mcpactor.protocol.convert import to_wire
-
-    return to_wire(obj)

@@ -10,6 +10,7 @@ import attrs
 
 from mcpactor.protocol import connection as pc
 from mcpactor.protocol import types as t
+from mcpactor.protocol.convert import from_wire
 from mcpactor.protocol.errors import (
     ConnectionClosed,
     InternalError,
@@ -356,8 +357,6 @@ def _prompt_result(value: Any, description: str | None) -> t.GetPromptResult:
             for block in to_content(content):
                 messages.append(t.PromptMessage(role=role, content=block))
         elif isinstance(item, dict) and "role" in item:
-            from mcpactor.protocol.convert import from_wire
-
             messages.append(from_wire(item, t.PromptMessage))
         else:
             for block in to_content(item):
