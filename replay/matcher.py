@@ -17,8 +17,8 @@ import attrs
 import orjson
 import trio
 
+from mcpactor.tracing.encode import message_bytes
 from mcpactor.tracing.recorder import MemoryRecorder, encode_events
-from mcpactor.tracing.tracer import EncodedMessage
 from replay.jsondiff import json_diff
 from replay.trace import VOLATILE_KEYS, Event, Trace, stream_key
 
@@ -167,12 +167,13 @@ class Matcher:
             if key in _STRUCTURAL:
                 out[key] = value
                 continue
-            if type(value) is EncodedMessage:
+            raw = message_bytes(value)
+            if raw is not None:
                 try:
-                    decoded = orjson.loads(value.data)
+                    decoded = orjson.loads(raw)
                 except orjson.JSONDecodeError:
                     return self._slow_normalize(ev)
-                if redactor.might_hold_secret(value.data):
+                if redactor.might_hold_secret(raw):
                     decoded, _ = redactor.redact(decoded)
                 out[key] = decoded
             elif value is None or type(value) in _SCALARS:

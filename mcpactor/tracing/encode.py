@@ -27,6 +27,8 @@ _NO_FREE_TEXT = frozenset({
     "actor_started", "actor_stopped", "progress_dropped", "session_started",
     "transport_opened", "draining",
 })
+#: What a message is traced as: the encoded JSON itself, or wrapped.
+_MESSAGE_TYPES = (bytes, EncodedMessage)
 #: seq, t, session, actor, kind, msg, related.
 _MESSAGE_EVENT_SIZE = 7
 
@@ -47,76 +49,124 @@ def encode_records(
 ) -> list[bytes]:
     """:func:`encode_events` for records as ``emit`` stores them.
 
-    Most batches hold no secret at all: one scan of the whole batch (``scan``: bytes
-    holding every string of the batch as JSON, made here if not given) proves it, and
-    the lines are then encoded without any per-event check — the same bytes
-    :func:`encode_events` would write, at a fraction of its cost.
+    Most batches hold no secret at all: the batch is encoded on the fast path and one
+    scan of its bytes (``scan``: bytes holding every string of the batch as JSON, by
+    default the encoded lines themselves) proves that redaction would change nothing;
+    the lines are then the ones :func:`encode_events` would write, at a fraction of
+    its cost.
     """
-    if scan is None:
-        scan = _scan_bytes(records)
-    if scan is not None and not redactor.batch_might_hold_secret(scan):
-        lines = _encode_clean(records)
-        if lines is not None:
+    lines = _encode_clean(records)
+    if lines is not None:
+        block = b"\n".join(lines) if scan is None else scan
+        if not redactor.batch_might_hold_secret(block):
             return lines
     return encode_events(to_events(records), redactor)
 
 
-def _scan_bytes(records: list[Record]) -> bytes | None:
-    parts: list[bytes] = []
-
-    def default(obj: Any) -> Any:
-        if obj.__class__ is EncodedMessage:
-            parts.append(obj.data)
-            return None
-        raise TypeError
-
-    try:
-        parts.append(orjson.dumps(records, default=default))
-    except TypeError:
-        return None  # something only encode_events knows how to write
-    # Separated, so that no needle can be made of the end of one part and the next.
-    return b"\n".join(parts)
+def encode_block(records: list[Record], redactor: Redactor) -> bytes:
+    """The lines of :func:`encode_records` joined, each ending in a newline (what a
+    writer appends to the file; the scan reads the very bytes that are written)."""
+    lines = _encode_clean(records)
+    if lines is not None:
+        block = b"\n".join(lines)
+        if not redactor.batch_might_hold_secret(block):
+            return block + b"\n" if lines else b""
+    lines = encode_events(to_events(records), redactor)
+    return b"\n".join(lines) + b"\n" if lines else b""
 
 
-#: Put between events in one orjson.dumps of the whole batch: a list item that is a bare
+def embeddable(data: bytes) -> Any:
+    """An encoded message as orjson embeds it: the bytes themselves (a Fragment), unless
+    they hold a raw line break (legal JSON whitespace, e.g. a pretty-printed HTTP body,
+    but it would split the trace line): then the message re-encoded compactly, or, if it
+    is not JSON at all, its text as a string."""
+    if b"\n" in data or b"\r" in data:
+        try:
+            return orjson.Fragment(orjson.dumps(orjson.loads(data)))
+        except orjson.JSONDecodeError:
+            return data.decode("utf-8", "replace")
+    return orjson.Fragment(data)
+
+
+#: Put between the data dicts of a batch in one orjson.dumps: a list item that is a bare
 #: newline. ``,\n,`` can then only be a separator: valid JSON never has two commas in a
-#: row, and orjson escapes newlines inside strings (messages under ``msg`` are valid JSON).
+#: row, orjson escapes newlines inside strings, and embedded messages hold none
+#: (:func:`embeddable`).
 _SEPARATOR = orjson.Fragment(b"\n")
+#: The encoded ``"session":…,"actor":…,"kind":…`` part of a line, by its three strings
+#: (bounded: every request's handler is an actor of its own).
+_HEADS: dict[tuple[str, str, str], bytes] = {}
+_HEADS_MAX = 4096
+
+
+def _head(session: str, actor: str, kind: str) -> bytes:
+    dumps = orjson.dumps
+    head = b'"session":%b,"actor":%b,"kind":%b' % (dumps(session), dumps(actor), dumps(kind))
+    if len(_HEADS) >= _HEADS_MAX:
+        _HEADS.clear()
+    _HEADS[(session, actor, kind)] = head
+    return head
 
 
 def _encode_clean(records: list[Record]) -> list[bytes] | None:
-    # Lines for a batch known to hold no secret, from one orjson.dumps; None for what
-    # needs encode_events: undecodable input (``raw``, redacted by pattern) and anything
-    # orjson cannot encode (messages anywhere but under ``msg`` included: encode_events
-    # writes their repr).
-    fragment = orjson.Fragment
-    sep = _SEPARATOR
+    # The lines of a batch without any redaction: every data dict in one orjson.dumps
+    # (messages embedded through ``default``), the times in another, each line then
+    # put together from bytes. None for what needs encode_events: undecodable input
+    # (``raw``, redacted by pattern) and anything orjson cannot encode (messages
+    # anywhere but under ``msg`` included: encode_events writes their repr).
+    if not records:
+        return []
     items: list[Any] = []
     append = items.append
-    for seq, t, session, actor, kind, data in records:
+    sep = _SEPARATOR
+    top = 0
+    for r in records:
+        data = r[5]
         if "raw" in data:
             return None
-        ev = {"seq": seq, "t": round(t, 9) if type(t) is float else t, "session": session,
-              "actor": actor, "kind": kind}
-        ev.update(data)
-        msg = ev.get("msg")
-        if msg.__class__ is EncodedMessage:
-            ev["msg"] = fragment(msg.data)
-        append(ev)
+        if data.get("msg").__class__ in _MESSAGE_TYPES:
+            top += 1
+        append(data)
         append(sep)
-    if not items:
-        return []
+    embedded = 0
+
+    def default(obj: Any) -> Any:
+        nonlocal embedded
+        cls = obj.__class__
+        if cls is bytes:
+            embedded += 1
+            return embeddable(obj)
+        if cls is EncodedMessage:
+            embedded += 1
+            return embeddable(obj.data)
+        raise TypeError
+
     try:
-        body = orjson.dumps(items)
+        body = orjson.dumps(items, default=default)
+        times = orjson.dumps([round(r[1], 9) if r[1].__class__ is float else r[1]
+                              for r in records])
     except TypeError:
         return None
-    return body[1:-3].split(b",\n,")  # [A,\n,B,\n] -> A, B
+    if embedded != top:
+        return None  # a message nested deeper than ``msg``
+    parts = body[1:-3].split(b",\n,")  # [A,\n,B,\n] -> A, B
+    heads = _HEADS
+    out: list[bytes] = []
+    add = out.append
+    for (seq, _, session, actor, kind, _), t, part in zip(
+        records, times[1:-1].split(b","), parts, strict=True
+    ):
+        head = heads.get((session, actor, kind)) or _head(session, actor, kind)
+        if len(part) > 2:
+            add(b'{"seq":%d,"t":%b,%b,%b' % (seq, t, head, part[1:]))
+        else:
+            add(b'{"seq":%d,"t":%b,%b}' % (seq, t, head))
+    return out
 
 
 def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[bytes]:
     """Encode events as JSON lines, redacting secrets (used by every recorder)."""
     dumps = orjson.dumps
-    fragment = orjson.Fragment
     out: list[bytes] = []
     plain = _PLAIN_TYPES
     is_secret_key = redactor.is_secret_key
@@ -130,10 +180,10 @@ def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[byte
             # Identifiers, counters and outcomes only: nothing there can be a secret.
             out.append(dumps(ev))
             continue
-        msg = ev.get("msg")
-        if type(msg) is EncodedMessage and len(ev) <= _MESSAGE_EVENT_SIZE and not might_hold(msg.data):
+        msg = message_bytes(ev.get("msg"))
+        if msg is not None and len(ev) <= _MESSAGE_EVENT_SIZE and not might_hold(msg):
             # The common message event: the exact bytes, embedded without decoding.
-            ev["msg"] = fragment(msg.data)
+            ev["msg"] = embeddable(msg)
             out.append(dumps(ev))
             continue
         # Fast path, most other events: numbers, flags and short protocol strings that carry
@@ -154,15 +204,15 @@ def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[byte
             if key in _STRUCTURAL:
                 fixed[key] = value
                 continue
-            if type(value) is EncodedMessage:
-                data = value.data
+            data = message_bytes(value)
+            if data is not None:
                 if redactor.might_hold_secret(data):
                     try:
                         value, _ = redactor.redact(orjson.loads(data))
                     except orjson.JSONDecodeError:
                         value = redactor.redact_text(data.decode("utf-8", "replace"))
                 else:
-                    value = fragment(data)
+                    value = embeddable(data)
             elif value is not None and redactor.is_secret_key(key):
                 value = REDACTED
             elif key == "raw" and isinstance(value, str):
@@ -175,6 +225,16 @@ def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[byte
         except TypeError:
             out.append(dumps({k: v if jsonable(v) else repr(v) for k, v in fixed.items()}))
     return out
+
+
+def message_bytes(value: Any) -> bytes | None:
+    """The encoded JSON of a traced message (bytes or :class:`EncodedMessage`), else None."""
+    cls = value.__class__
+    if cls is bytes:
+        return value  # type: ignore[no-any-return]
+    if cls is EncodedMessage:
+        return value.data  # type: ignore[no-any-return]
+    return None
 
 
 def jsonable(value: Any) -> bool:

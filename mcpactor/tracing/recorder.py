@@ -23,7 +23,7 @@ import orjson
 import trio
 
 from mcpactor import __version__ as _version
-from mcpactor.tracing.encode import Record, encode_events, encode_records
+from mcpactor.tracing.encode import Record, encode_block, encode_events, encode_records
 from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS, Redactor
 from mcpactor.tracing.seeds import apply_seeds, clock_kind, fresh_seeds
 from mcpactor.tracing.writer import BackgroundWriter, TraceWriter, writer_mode
@@ -101,8 +101,16 @@ def _now() -> float:
         return time.monotonic()
 
 
+#: The type of Trio's default clock. It has no public name: should a Trio release move
+#: it, every clock is read through its own method, as any other clock is.
+try:
+    from trio._core._run import SystemClock as _SystemClock
+except ImportError:  # pragma: no cover - depends on Trio's internals
+    _SystemClock = None
 #: Kinds that complete the header (checked with one set lookup per event).
 _HEADER_KINDS = frozenset({"initialized", "session_started"})
+#: Kinds that need more than an append.
+_RARE = _URGENT | _HEADER_KINDS
 
 
 class _BufferedRecorder:
@@ -141,16 +149,16 @@ class _BufferedRecorder:
         if self._closed:
             return
         seq = self._seq = self._seq + 1
-        if kind in _HEADER_KINDS:
-            self._header_event(session, kind, data)
         events = self._events
         # The clock is read before the origin: a first read sets the origin (_first_time).
         # Rounded when encoded, by the writer, not here on the hot path.
         events.append((seq, self._time() - self._origin, session, actor, kind, data))
         # A batch is handed on at 256 events, at once after an urgent kind, and after
         # _BATCH_SECONDS; the wall clock is read every 32 events only (a clock read per
-        # event would cost more than the event).
-        if not len(events) & 31 or kind in _URGENT:
+        # event would cost more than the event). One set lookup covers the rare kinds.
+        if kind in _RARE or not len(events) & 31:
+            if kind in _HEADER_KINDS:
+                self._header_event(session, kind, data)
             self._maybe_flush(kind)
 
     def _maybe_flush(self, kind: str) -> None:
@@ -180,10 +188,21 @@ class _BufferedRecorder:
         # Times count from the recorder's creation inside a Trio run, or from its first
         # event when it was made outside one (its clock may be a MockClock). The clock's
         # own method is kept: trio.current_time() walks three layers on every call.
-        self._time = trio.lowlevel.current_clock().current_time if _in_trio() else time.monotonic
-        self._origin = self._time()
+        if not _in_trio():
+            self._time = time.monotonic
+            self._origin = origin = time.monotonic()
+        else:
+            clock = trio.lowlevel.current_clock()
+            self._time = clock.current_time
+            self._origin = origin = clock.current_time()
+            if type(clock) is _SystemClock:
+                # Trio's own clock is perf_counter() plus a constant: reading
+                # perf_counter directly saves a Python call per event, and differences
+                # from the origin are the same. The header keeps the Trio reading.
+                self._time = time.perf_counter
+                self._origin = time.perf_counter()
         wall = time.time() if self._wall_origin is None else self._wall_origin
-        self._clock = {"kind": clock_kind(), "origin": self._origin, "wall_origin": wall}
+        self._clock = {"kind": clock_kind(), "origin": origin, "wall_origin": wall}
         return 0.0
 
     @property
@@ -254,7 +273,7 @@ class JsonlRecorder(_BufferedRecorder):
                 self._writer, self.writer = pw, "process"
                 return
         redactor = self.redactor
-        self._writer = BackgroundWriter(file, lambda events: encode_records(events, redactor))
+        self._writer = BackgroundWriter(file, lambda events: encode_block(events, redactor))
         self.writer = "thread"
 
     def flush(self) -> None:

@@ -44,6 +44,9 @@ DEFAULT_REDACT_KEYS: frozenset[str] = frozenset(
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+")
 
 
+#: Folds bytes the way keys are compared, in one pass with ``-`` and ``_`` deleted.
+_FOLD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
+
 #: Values shorter than this are redacted where found but not hunted for elsewhere
 #: (a 2-character "secret" would blank out half of every trace).
 _MIN_REMEMBERED = 6
@@ -124,7 +127,9 @@ class Redactor:
         matches anywhere, or a ``bearer``/``basic`` credential, or a secret learned
         earlier sends the message down the full (decoding) redaction path.
         """
-        folded = data.lower().replace(b"-", b"").replace(b"_", b"")
+        if b"\\u" in data:
+            return True  # an escaped letter could spell a key: decode to be sure
+        folded = data.translate(_FOLD, b"-_")
         if self._needles.search(folded) is not None:
             return True
         learned = self._learned
@@ -135,7 +140,9 @@ class Redactor:
         False means that redacting any of them would change nothing. Stricter than the
         per-message check (a credential scheme counts whatever follows it: inside JSON
         strings a tab is ``\\t``), so that one scan can stand for every per-event one."""
-        folded = data.lower().replace(b"-", b"").replace(b"_", b"")
+        if b"\\u" in data:
+            return True  # an escaped letter could spell a key: decode to be sure
+        folded = data.translate(_FOLD, b"-_")
         # The Kelvin sign is the one non-ASCII letter whose str.lower() is ASCII ("k",
         # as in "token"): is_secret_key() would match it, a byte search would not.
         if b"bearer" in folded or b"basic" in folded or b"\xe2\x84\xaa" in data:

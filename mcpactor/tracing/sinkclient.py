@@ -38,7 +38,7 @@ from typing import IO, Any
 import orjson
 
 import mcpactor
-from mcpactor.tracing.encode import Record, encode_records, jsonable
+from mcpactor.tracing.encode import Record, encode_block, encode_records, jsonable
 from mcpactor.tracing.redact import Redactor
 from mcpactor.tracing.sink import BATCH, FRAME, OP_CLOSE, OP_DATA, OP_OPEN, decode_batch
 from mcpactor.tracing.tracer import EncodedMessage
@@ -59,7 +59,11 @@ def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Frag
     append = blobs.append
 
     def default(obj: Any) -> Any:
-        if obj.__class__ is EncodedMessage:
+        cls = obj.__class__
+        if cls is bytes:
+            append(obj)
+            return marker
+        if cls is EncodedMessage:
             append(obj.data)
             return marker
         raise TypeError
@@ -75,7 +79,7 @@ def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Frag
 
 
 def _plain(rec: Record) -> Record:
-    data = {k: v if v.__class__ is EncodedMessage or jsonable(v) else repr(v)
+    data = {k: v if v.__class__ in (bytes, EncodedMessage) or jsonable(v) else repr(v)
             for k, v in rec[5].items()}
     return (rec[0], rec[1], rec[2], rec[3], rec[4], data)
 
@@ -377,6 +381,6 @@ class ProcessWriter:
         except OSError as exc:
             self.error = exc
             file = open(os.devnull, "wb")
-        self._fallback = BackgroundWriter(file, lambda events: encode_records(events, redactor))
+        self._fallback = BackgroundWriter(file, lambda events: encode_block(events, redactor))
         while self._pending:
             self._fallback.submit(*decode_batch(self._pending.popleft(), self._sink.marker_text))

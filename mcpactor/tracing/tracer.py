@@ -8,9 +8,9 @@ from typing import Any, Protocol
 class EncodedMessage:
     """A message that is already encoded JSON, carried into a trace event as is.
 
-    The session hands the recorder the exact bytes it received or sent; the recorder
-    embeds them without decoding (unless a secret has to be redacted). A plain slotted
-    class rather than attrs: one is built per traced message.
+    The recorder embeds it without decoding (unless a secret has to be redacted).
+    Plain ``bytes`` in event data mean the same and cost nothing to make: the session
+    passes those; this wrapper is for callers that want the intent spelled out.
     """
 
     __slots__ = ("data",)
@@ -28,7 +28,8 @@ class Tracer(Protocol):
 
     ``kind`` is one of the kinds listed in ``docs/trace-format.md``; ``actor`` names the
     actor of the session tree that saw the event; ``data`` is JSON-ready except that
-    messages are :class:`EncodedMessage` values (already-encoded JSON).
+    messages are already-encoded JSON: ``bytes`` (what the session passes: the exact
+    bytes received or sent) or :class:`EncodedMessage` values.
     """
 
     def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:

@@ -19,7 +19,8 @@ from mcpactor.tracing.encode import Record
 
 _STOP = object()
 
-Encoder = Callable[[list[Record]], list[bytes]]
+#: Encodes a batch of events as lines, each ending in a newline.
+Encoder = Callable[[list[Record]], bytes]
 
 #: The writers a JsonlRecorder can use.
 WRITER_MODES = ("thread", "process")
@@ -88,9 +89,11 @@ class BackgroundWriter:
                 return
             prefix, events = item
             try:
-                lines = prefix + self._encode(events)
-                if lines:
-                    self._file.write(b"\n".join(lines) + b"\n")
+                block = self._encode(events)
+                if prefix:
+                    block = b"\n".join(prefix) + b"\n" + block
+                if block:
+                    self._file.write(block)
                     self._file.flush()
             except Exception as exc:  # a recorder must never take the session down
                 self.error = exc
