@@ -66,7 +66,8 @@ class _Trace:
 
 
 def decode_batch(body: bytes, marker: str) -> tuple[list[bytes], list[Record]]:
-    """The header lines and the records of a ``DATA`` body, messages as EncodedMessage."""
+    """The header lines and the records of a ``DATA`` body, messages as bytes (under
+    ``msg``) or EncodedMessage (anywhere else)."""
     json_len, n_lines, n_blobs = BATCH.unpack_from(body)
     pos = BATCH.size
     payload = memoryview(body)[pos : pos + json_len]
@@ -87,7 +88,7 @@ def decode_batch(body: bytes, marker: str) -> tuple[list[bytes], list[Record]]:
         for rec in records:
             data = rec[5]
             if data.get("msg") == marker:
-                data["msg"] = EncodedMessage(messages[used])
+                data["msg"] = messages[used]  # bytes: an encoded message, as emitted
                 used += 1
     if used != len(messages):
         records = orjson.loads(payload)

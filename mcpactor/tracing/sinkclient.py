@@ -49,6 +49,10 @@ CLOSE_TIMEOUT = 10.0
 #: Batches a recorder may have sent and not seen written. Beyond, emit() waits for the
 #: sink: were it slower than the session for long, memory would grow without bound.
 MAX_PENDING = 128
+#: Beyond this many unconfirmed batches the sink is falling behind (at idle priority on a
+#: busy machine it gets little CPU): batches are then encoded here and the sink only
+#: writes them, rather than making the session wait for it.
+ENCODE_HERE_AFTER = 16
 _F_SETPIPE_SZ = 1031  # Linux: a larger pipe lets the sink fall further behind unnoticed
 _PIPE_SIZE = 1 << 20
 
@@ -283,6 +287,9 @@ class ProcessWriter:
         self._pending: collections.deque[bytes] = collections.deque()
         self._size = 0  # the file's size after the last confirmed batch
         self._learned: list[str] = []
+        self._local: Redactor | None = None  # for batches encoded here; knows _learned
+        self._local_learned = 0
+        self._encode_here = False
         self._closed_ok = False
         self._fallback: BackgroundWriter | None = None
         self._channel = sink.register(self)
@@ -304,7 +311,15 @@ class ProcessWriter:
             self._fallback.submit(prefix, events)
             return
         try:
-            body = encode_batch(prefix, events, self._sink.marker)
+            if self._encode_here or len(self._pending) >= ENCODE_HERE_AFTER:
+                local = self._local_redactor()
+                body = encode_batch(prefix + encode_records(events, local), [],
+                                    self._sink.marker)
+                # A secret learned here is unknown to the sink, which would not hunt for
+                # it in later batches: from now on they are all encoded here.
+                self._encode_here = len(local.learned) > len(self._learned)
+            else:
+                body = encode_batch(prefix, events, self._sink.marker)
         except Exception as exc:
             # Never into the session: this batch is encoded here and sent as lines.
             self.error = exc
@@ -364,6 +379,16 @@ class ProcessWriter:
         redactor = Redactor(self._keys)
         redactor.remember(self._learned)
         return redactor
+
+    def _local_redactor(self) -> Redactor:
+        # Kept across batches (making one compiles its patterns), and told what the
+        # sink has learned since: a secret found there is hunted for here too.
+        if self._local is None:
+            self._local, self._local_learned = self._redactor(), len(self._learned)
+        elif self._local_learned < len(self._learned):
+            self._local.remember(self._learned[self._local_learned :])
+            self._local_learned = len(self._learned)
+        return self._local
 
     def _fall_back(self) -> None:
         # From here this process writes the file. The sink is gone for good first, so

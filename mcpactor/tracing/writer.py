@@ -24,11 +24,12 @@ Encoder = Callable[[list[Record]], bytes]
 
 #: The writers a JsonlRecorder can use.
 WRITER_MODES = ("thread", "process")
-#: Used when neither the ``writer`` argument nor the environment names one. Still the
-#: thread: the sink process cut what recording costs in throughput by a third or more
-#: with 100 calls in flight, but not with one in flight (its wake-ups take a core from a
-#: busy 2-core box), and its process tree spends more CPU per call in total.
-DEFAULT_WRITER = "thread"
+#: Used when neither the ``writer`` argument nor the environment names one: the sink
+#: process. A writer thread shares the GIL with the Trio thread: every batch it encodes
+#: stalls the session for as long, plus a GIL hand-over (an OS wake-up) each way; the
+#: sink leaves this process one ``orjson.dumps`` and one pipe write per batch and does
+#: the rest at idle priority. Where no sink can run, recorders use a thread.
+DEFAULT_WRITER = "process"
 #: The environment variable that chooses the writer of every recorder of a process.
 WRITER_ENV = "MCPACTOR_TRACE_WRITER"
 

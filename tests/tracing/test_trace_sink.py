@@ -206,12 +206,65 @@ def test_the_sink_ends_with_its_process_and_writes_what_it_got(tmp_path: Path, e
 def test_the_writer_is_chosen_by_argument_then_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCPACTOR_TRACE_WRITER", "process")
     assert writer_mode(None) == "process" and writer_mode("thread") == "thread"
+    monkeypatch.setenv("MCPACTOR_TRACE_WRITER", "thread")
+    assert writer_mode(None) == "thread" and writer_mode("process") == "process"
     monkeypatch.setenv("MCPACTOR_TRACE_WRITER", "bogus")
     assert writer_mode(None) == DEFAULT_WRITER
     monkeypatch.delenv("MCPACTOR_TRACE_WRITER")
     assert writer_mode(None) == DEFAULT_WRITER
     with pytest.raises(ValueError):
         writer_mode("bogus")
+
+
+def test_the_sink_is_the_default_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCPACTOR_TRACE_WRITER", raising=False)
+    rec = JsonlRecorder(tmp_path / "t.jsonl", _header(), apply_header_seeds=False)
+    rec.close()
+    assert DEFAULT_WRITER == "process" and rec.writer == "process"
+
+
+def test_a_sink_that_falls_behind_gets_batches_encoded_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every batch counts as "behind": each is encoded in this process, the sink only
+    # writes it. The bytes are the thread writer's, secrets included (none in the file).
+    monkeypatch.setattr(sinkclient, "ENCODE_HERE_AFTER", 0)
+    events = _events()
+
+    async def main() -> None:
+        recs = [JsonlRecorder(tmp_path / f"{mode}.jsonl", _header(), apply_header_seeds=False,
+                              writer=mode) for mode in ("thread", "process")]
+        for actor, kind, data in events:
+            for rec in recs:
+                rec.emit("sid", actor, kind, data)
+        for rec in recs:
+            rec.close()
+
+    trio.run(main, clock=trio.testing.MockClock())
+    thread, process = _lines(tmp_path / "thread.jsonl"), _lines(tmp_path / "process.jsonl")
+    assert thread[1:] == process[1:] and len(process) == len(events) + 1
+    assert SECRET.encode() not in b"".join(process)
+
+
+def test_a_secret_learned_while_encoding_here_keeps_later_batches_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sink never sees the batch that revealed the secret, so it could not hunt for
+    # its echo: once this process has learned something the sink has not, it encodes on.
+    path = tmp_path / "t.jsonl"
+    rec = JsonlRecorder(path, TraceHeader(role="server", transport="x", protocol_version="v"),
+                        apply_header_seeds=False, writer="process")
+    writer = rec._writer
+    assert isinstance(writer, sinkclient.ProcessWriter)
+    monkeypatch.setattr(sinkclient, "ENCODE_HERE_AFTER", 0)
+    rec.emit("s", "reader", "message_in", {"msg": b'{"params":{"api_key":"%s"}}' % SECRET.encode()})
+    rec.flush()
+    monkeypatch.setattr(sinkclient, "ENCODE_HERE_AFTER", 10**9)  # the sink is keeping up
+    rec.emit("s", "writer", "message_out", {"msg": b'{"echo":"%s"}' % SECRET.encode(),
+                                            "related": None})
+    rec.close()
+    text = path.read_bytes()
+    assert SECRET.encode() not in text and text.count(REDACTED.encode()) == 2
 
 
 def test_a_file_the_sink_cannot_open_is_written_here_and_the_sink_stays(tmp_path: Path) -> None:
