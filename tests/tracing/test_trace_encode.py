@@ -58,3 +58,32 @@ def test_a_learned_secret_sends_later_batches_down_the_full_path() -> None:
     encode_records(_records([{"msg": EncodedMessage(b'{"access_token":"tok-123456"}')}]), r)
     later = encode_records(_records([{"msg": EncodedMessage(b'{"echo":"tok-123456"}')}]), r)
     assert b"tok-123456" not in b"".join(later)
+
+
+def test_a_message_with_raw_line_breaks_stays_on_one_line() -> None:
+    # Legal JSON whitespace (a pretty-printed HTTP body) must not split the trace line.
+    pretty = b'{\n  "jsonrpc": "2.0",\r\n  "id": 7,\n  "method": "ping"\n}'
+    for records in (
+        [(1, 0.0, "s", "reader", "message_in", {"msg": pretty})],
+        [(1, 0.0, "s", "reader", "message_in", {"msg": EncodedMessage(pretty)})],
+    ):
+        lines = encode_records(records, Redactor())
+        assert len(lines) == 1 and b"\n" not in lines[0] and b"\r" not in lines[0]
+        assert orjson.loads(lines[0])["msg"] == {"jsonrpc": "2.0", "id": 7, "method": "ping"}
+        assert lines == _slow(records)
+
+
+def test_a_key_spelled_with_escapes_is_still_redacted() -> None:
+    # "\u0074oken" is "token": a byte search alone would miss it.
+    msg = b'{"params":{"\\u0074oken":"tok-123456"}}'
+    for value in (msg, EncodedMessage(msg)):
+        lines = encode_records([(1, 0.0, "s", "reader", "message_in", {"msg": value})], Redactor())
+        assert b"tok-123456" not in lines[0]
+        assert orjson.loads(lines[0])["msg"]["params"]["token"] == REDACTED
+
+
+def test_bytes_and_encoded_messages_are_written_alike() -> None:
+    a = [(1, 0.5, "s", "writer", "message_out", {"msg": b'{"id":1}', "related": 1})]
+    b = [(1, 0.5, "s", "writer", "message_out", {"msg": EncodedMessage(b'{"id":1}'), "related": 1})]
+    assert encode_records(a, Redactor()) == encode_records(b, Redactor()) == _slow(b)
+    assert orjson.loads(encode_records(a, Redactor())[0])["msg"] == {"id": 1}
