@@ -140,8 +140,19 @@ class TraceSink:
     def send(self, op: int, channel: int, body: bytes) -> None:
         """Write one frame to the sink, then take in its answers so far. Waits only
         while the pipe is full; a sink that stays stuck that long is declared dead."""
-        frame = memoryview(FRAME.pack(op, channel, len(body)) + body)
+        head = FRAME.pack(op, channel, len(body))
         with self._lock:
+            # Most frames go in one writev, the body not copied behind its header.
+            frame = memoryview(b"")
+            try:
+                sent = os.writev(self._wfd, [head, body])
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                self.die()
+                return
+            if sent < len(head) + len(body):
+                frame = memoryview(head + body)[sent:]
             while frame and not self.dead:
                 try:
                     frame = frame[os.write(self._wfd, frame) :]
