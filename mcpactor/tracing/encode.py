@@ -27,8 +27,6 @@ _NO_FREE_TEXT = frozenset({
     "actor_started", "actor_stopped", "progress_dropped", "session_started",
     "transport_opened", "draining",
 })
-#: What a message is traced as: the encoded JSON itself, or wrapped.
-_MESSAGE_TYPES = (bytes, EncodedMessage)
 #: seq, t, session, actor, kind, msg, related.
 _MESSAGE_EVENT_SIZE = 7
 
@@ -44,33 +42,23 @@ def to_events(records: list[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def encode_records(
-    records: list[Record], redactor: Redactor, scan: bytes | None = None
-) -> list[bytes]:
-    """:func:`encode_events` for records as ``emit`` stores them.
-
-    Most batches hold no secret at all: the batch is encoded on the fast path and one
-    scan of its bytes (``scan``: bytes holding every string of the batch as JSON, by
-    default the encoded lines themselves) proves that redaction would change nothing;
-    the lines are then the ones :func:`encode_events` would write, at a fraction of
-    its cost.
-    """
-    lines = _encode_clean(records)
-    if lines is not None:
-        block = b"\n".join(lines) if scan is None else scan
-        if not redactor.batch_might_hold_secret(block):
-            return lines
-    return encode_events(to_events(records), redactor)
+def encode_records(records: list[Record], redactor: Redactor) -> list[bytes]:
+    """:func:`encode_events` for records as ``emit`` stores them, one line per event."""
+    block = encode_block(records, redactor)
+    return block[:-1].split(b"\n") if block else []
 
 
 def encode_block(records: list[Record], redactor: Redactor) -> bytes:
-    """The lines of :func:`encode_records` joined, each ending in a newline (what a
-    writer appends to the file; the scan reads the very bytes that are written)."""
-    lines = _encode_clean(records)
-    if lines is not None:
-        block = b"\n".join(lines)
-        if not redactor.batch_might_hold_secret(block):
-            return block + b"\n" if lines else b""
+    """The lines of :func:`encode_events` for ``records``, each ending in a newline (what
+    a writer appends to the file).
+
+    Most batches hold no secret at all: the batch is encoded on the fast path and one
+    scan of the very bytes to be written proves that redaction would change nothing —
+    the same bytes :func:`encode_events` would write, at a fraction of its cost.
+    """
+    block = _encode_clean(records)
+    if block is not None and not redactor.batch_might_hold_secret(block):
+        return block
     lines = encode_events(to_events(records), redactor)
     return b"\n".join(lines) + b"\n" if lines else b""
 
@@ -88,80 +76,42 @@ def embeddable(data: bytes) -> Any:
     return orjson.Fragment(data)
 
 
-#: Put between the data dicts of a batch in one orjson.dumps: a list item that is a bare
+#: Put between events in one orjson.dumps of the whole batch: a list item that is a bare
 #: newline. ``,\n,`` can then only be a separator: valid JSON never has two commas in a
 #: row, orjson escapes newlines inside strings, and embedded messages hold none
 #: (:func:`embeddable`).
 _SEPARATOR = orjson.Fragment(b"\n")
-#: The encoded ``"session":…,"actor":…,"kind":…`` part of a line, by its three strings
-#: (bounded: every request's handler is an actor of its own).
-_HEADS: dict[tuple[str, str, str], bytes] = {}
-_HEADS_MAX = 4096
 
 
-def _head(session: str, actor: str, kind: str) -> bytes:
-    dumps = orjson.dumps
-    head = b'"session":%b,"actor":%b,"kind":%b' % (dumps(session), dumps(actor), dumps(kind))
-    if len(_HEADS) >= _HEADS_MAX:
-        _HEADS.clear()
-    _HEADS[(session, actor, kind)] = head
-    return head
-
-
-def _encode_clean(records: list[Record]) -> list[bytes] | None:
-    # The lines of a batch without any redaction: every data dict in one orjson.dumps
-    # (messages embedded through ``default``), the times in another, each line then
-    # put together from bytes. None for what needs encode_events: undecodable input
-    # (``raw``, redacted by pattern) and anything orjson cannot encode (messages
-    # anywhere but under ``msg`` included: encode_events writes their repr).
+def _encode_clean(records: list[Record]) -> bytes | None:
+    # The lines of a batch without any redaction, from one orjson.dumps of the whole
+    # batch: ``[A,\n,B,\n]`` -> ``A\nB\n``. None for what needs encode_events:
+    # undecodable input (``raw``, redacted by pattern) and anything orjson cannot encode
+    # (messages anywhere but under ``msg`` included: encode_events writes their repr).
     if not records:
-        return []
+        return b""
+    sep = _SEPARATOR
+    fragment = orjson.Fragment
     items: list[Any] = []
     append = items.append
-    sep = _SEPARATOR
-    top = 0
-    for r in records:
-        data = r[5]
+    for seq, t, session, actor, kind, data in records:
         if "raw" in data:
             return None
-        if data.get("msg").__class__ in _MESSAGE_TYPES:
-            top += 1
-        append(data)
+        ev = {"seq": seq, "t": round(t, 9), "session": session, "actor": actor, "kind": kind}
+        ev.update(data)
+        msg = ev.get("msg")
+        if msg.__class__ is bytes:
+            ev["msg"] = (fragment(msg) if b"\n" not in msg and b"\r" not in msg
+                         else embeddable(msg))
+        elif msg.__class__ is EncodedMessage:
+            ev["msg"] = embeddable(msg.data)
+        append(ev)
         append(sep)
-    embedded = 0
-
-    def default(obj: Any) -> Any:
-        nonlocal embedded
-        cls = obj.__class__
-        if cls is bytes:
-            embedded += 1
-            return embeddable(obj)
-        if cls is EncodedMessage:
-            embedded += 1
-            return embeddable(obj.data)
-        raise TypeError
-
     try:
-        body = orjson.dumps(items, default=default)
-        times = orjson.dumps([round(r[1], 9) if r[1].__class__ is float else r[1]
-                              for r in records])
+        body = orjson.dumps(items)
     except TypeError:
         return None
-    if embedded != top:
-        return None  # a message nested deeper than ``msg``
-    parts = body[1:-3].split(b",\n,")  # [A,\n,B,\n] -> A, B
-    heads = _HEADS
-    out: list[bytes] = []
-    add = out.append
-    for (seq, _, session, actor, kind, _), t, part in zip(
-        records, times[1:-1].split(b","), parts, strict=True
-    ):
-        head = heads.get((session, actor, kind)) or _head(session, actor, kind)
-        if len(part) > 2:
-            add(b'{"seq":%d,"t":%b,%b,%b' % (seq, t, head, part[1:]))
-        else:
-            add(b'{"seq":%d,"t":%b,%b}' % (seq, t, head))
-    return out
+    return body[1:-3].replace(b",\n,", b"\n") + b"\n"
 
 
 def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[bytes]:
@@ -231,9 +181,9 @@ def message_bytes(value: Any) -> bytes | None:
     """The encoded JSON of a traced message (bytes or :class:`EncodedMessage`), else None."""
     cls = value.__class__
     if cls is bytes:
-        return value  # type: ignore[no-any-return]
+        return value
     if cls is EncodedMessage:
-        return value.data  # type: ignore[no-any-return]
+        return value.data
     return None
 
 

@@ -103,10 +103,13 @@ def _now() -> float:
 
 #: The type of Trio's default clock. It has no public name: should a Trio release move
 #: it, every clock is read through its own method, as any other clock is.
+_SYSTEM_CLOCK: type | None
 try:
-    from trio._core._run import SystemClock as _SystemClock
+    from trio._core._run import SystemClock as _TrioSystemClock
 except ImportError:  # pragma: no cover - depends on Trio's internals
-    _SystemClock = None
+    _SYSTEM_CLOCK = None
+else:
+    _SYSTEM_CLOCK = _TrioSystemClock
 #: Kinds that complete the header (checked with one set lookup per event).
 _HEADER_KINDS = frozenset({"initialized", "session_started"})
 #: Kinds that need more than an append.
@@ -195,7 +198,7 @@ class _BufferedRecorder:
             clock = trio.lowlevel.current_clock()
             self._time = clock.current_time
             self._origin = origin = clock.current_time()
-            if type(clock) is _SystemClock:
+            if type(clock) is _SYSTEM_CLOCK:
                 # Trio's own clock is perf_counter() plus a constant: reading
                 # perf_counter directly saves a Python call per event, and differences
                 # from the origin are the same. The header keeps the Trio reading.

@@ -168,7 +168,7 @@ def main(argv: list[str]) -> int:
     # SCHED_IDLE where there is one (Linux): it never preempts a normal task on waking,
     # which a merely niced process still does.
     try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # type: ignore[attr-defined]
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     except (AttributeError, OSError):
         with contextlib.suppress(OSError):
             os.nice(10)
