@@ -143,14 +143,22 @@ class Connection:
 
     # -- inbound ----------------------------------------------------------------------
 
-    def receive(self, data: bytes | str) -> list[Event]:
-        """Feed one transport message (an object or a batch); return what happened."""
+    def receive(
+        self, data: bytes | str,
+        parsed: jsonrpc.Message | jsonrpc.Invalid | jsonrpc.Batch | None = None,
+    ) -> list[Event]:
+        """Feed one transport message (an object or a batch); return what happened.
+
+        ``parsed``: ``jsonrpc.parse(data)`` when the transport already did it (HTTP
+        reads the body to check it), so it is not parsed twice.
+        """
         if self.state is State.CLOSED:
             return [Dropped("session closed", data)]
-        try:
-            parsed = jsonrpc.parse(data)
-        except ParseError as exc:
-            return [Reply(jsonrpc.encode_error(None, exc), "parse error")]
+        if parsed is None:
+            try:
+                parsed = jsonrpc.parse(data)
+            except ParseError as exc:
+                return [Reply(jsonrpc.encode_error(None, exc), "parse error")]
         if isinstance(parsed, jsonrpc.Batch):
             return [self._receive_batch(parsed)]
         out: list[Event] = []

@@ -45,13 +45,14 @@ from mcpactor.protocol.errors import (
     McpError,
     RequestTimeout,
 )
-from mcpactor.protocol.jsonrpc import RequestId, encode_error
+from mcpactor.protocol.jsonrpc import Batch, Invalid, Message, RequestId, encode_error
 from mcpactor.session.batch import BatchCollector
 from mcpactor.session.context import RequestContext
+from mcpactor.session.eager import run_eagerly
 from mcpactor.session.handler import SessionHandler
 from mcpactor.session.limits import Limits
 from mcpactor.session.tracker import ProgressCallback, RequestTracker, Timeout, Waiter
-from mcpactor.tracing.tracer import EncodedMessage, Tracer
+from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import (
     Outgoing,
     Oversize,
@@ -61,11 +62,6 @@ from mcpactor.transports.base import (
 )
 
 log = logging.getLogger("mcpactor.session")
-
-
-def _msg(data: bytes) -> Any:
-    # The recorder embeds these bytes as they are (redacting secrets off the hot path).
-    return EncodedMessage(data)
 
 
 class Session:
@@ -89,6 +85,11 @@ class Session:
         self.connection = connection
         self.handler = handler
         self.tracer = tracer
+        # The tracer's emit, bound once: the per-message call sites make one call, not two.
+        # Messages are traced as the bytes received or sent (see Tracer).
+        self._rec: Callable[[str, str, str, dict[str, Any]], None] | None = (
+            tracer.emit if tracer is not None else None
+        )
         self.id = session_id or uuid.uuid4().hex
         self.limits = limits
         self.tracker = RequestTracker()
@@ -100,6 +101,12 @@ class Session:
         # Why the peer cancelled each request, kept only while tracing (for cancel_applied).
         self._cancel_reasons: dict[RequestId, str | None] = {}
         self._handlers: trio.Nursery | None = None
+        # Handlers running in the task that fed their request (see _run_inline): the
+        # (shielded) scope of each, cancelled when the session ends, as the handlers
+        # nursery cancels its tasks; True once cancelled that way. Created on first use
+        # (idle sessions by the thousand should stay small).
+        self._inline: dict[trio.CancelScope, bool] | None = None
+        self._inline_done: trio.Event | None = None
         self._root: trio.Nursery | None = None
         self._reader_scope = trio.CancelScope()
         self._eof = False
@@ -119,9 +126,9 @@ class Session:
     # -- tracing ----------------------------------------------------------------------
 
     def _emit(self, actor: str, kind: str, data: dict[str, Any]) -> None:
-        tr = self.tracer
-        if tr is not None:
-            tr.emit(self.id, actor, kind, data)
+        rec = self._rec
+        if rec is not None:
+            rec(self.id, actor, kind, data)
 
     # -- supervisor -------------------------------------------------------------------
 
@@ -147,6 +154,7 @@ class Session:
                             await self._idle.wait()
                     handlers.cancel_scope.cancel()
                     self._handlers = None  # feed() refuses from here on
+                await self._end_inline()
                 self._shutdown_waiters()
                 # Closing the mailboxes lets the writer flush what is queued, then stop.
                 self._out_send.close()
@@ -154,6 +162,7 @@ class Session:
                     self._note_send.close()
                 root.cancel_scope.deadline = trio.current_time() + self.limits.drain_timeout
         finally:
+            await self._end_inline()
             self._shutdown_waiters()
             self.connection.close()
             await aclose_quietly(self.transport)
@@ -192,19 +201,26 @@ class Session:
 
     # -- reader -----------------------------------------------------------------------
 
-    async def _take(self, data: bytes) -> None:
+    async def _take(
+        self, data: bytes, on_block: Callable[[], None] | None = None,
+        parsed: Message | Invalid | Batch | None = None,
+    ) -> None:
         """Decode one inbound message and route its events (the reader's step)."""
-        events = self.connection.receive(data)
-        if self.tracer is not None:
+        events = self.connection.receive(data, parsed)
+        rec = self._rec
+        if rec is not None:
             first = events[0] if events else None
-            if isinstance(first, pc.Reply) and first.why == "parse error":
-                self._emit("reader", "message_in", {"raw": data.decode("utf-8", "replace")})
+            if first.__class__ is pc.Reply and first.why == "parse error":
+                rec(self.id, "reader", "message_in", {"raw": data.decode("utf-8", "replace")})
             else:
-                self._emit("reader", "message_in", {"msg": _msg(data)})
+                rec(self.id, "reader", "message_in", {"msg": data})
         for ev in events:
-            await self._route(ev, None)
+            await self._route(ev, None, on_block)
 
-    async def feed(self, data: bytes) -> None:
+    async def feed(
+        self, data: bytes, on_block: Callable[[], None] | None = None,
+        parsed: Message | Invalid | Batch | None = None,
+    ) -> None:
         """Take one inbound message in the caller's task, exactly as the reader would.
 
         For message transports whose messages arrive in tasks of their own (each HTTP
@@ -212,12 +228,17 @@ class Session:
         transport's queue and the reader, a scheduler pass per message. Use it for all
         of a transport's messages or none, or their order is lost. Raises
         :class:`ConnectionClosed` once the session is closing.
+
+        ``on_block``: a lone request's handler runs here, in the caller's task, and this
+        returns when it is done; ``on_block()`` is called if the handler has to wait for
+        anything (see :meth:`_run_inline`). Without it, the handler gets a task.
+        ``parsed``: ``jsonrpc.parse(data)``, when the caller has it already.
         """
         if (self._handlers is None or self._eof or self._reader_scope.cancel_called
                 or self._out_broken):
             raise ConnectionClosed("the session is closed")
         try:
-            await self._take(data)
+            await self._take(data, on_block, parsed)
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             raise ConnectionClosed("the session is closed") from None
 
@@ -253,7 +274,10 @@ class Session:
                 assert isinstance(data, bytes)
                 await self._take(data)
 
-    async def _route(self, ev: pc.Event, batch: BatchCollector | None) -> None:
+    async def _route(
+        self, ev: pc.Event, batch: BatchCollector | None,
+        on_block: Callable[[], None] | None = None,
+    ) -> None:
         t = type(ev)
         if t is pc.RequestReceived:
             assert isinstance(ev, pc.RequestReceived)
@@ -267,9 +291,15 @@ class Session:
                 # Only feed() gets here: the session closed while it waited for a slot.
                 self._slots.release()
                 raise ConnectionClosed("the session is closed")
-            scope = trio.CancelScope()
+            inline = on_block is not None and batch is None
+            # An inline handler's scope also keeps its caller's cancellation out.
+            scope = trio.CancelScope(shield=inline)
             self._scopes[ev.id] = scope
-            self._handlers.start_soon(self._run_request, ev, scope, batch)
+            if inline:
+                assert on_block is not None
+                await self._run_inline(ev, scope, on_block)
+            else:
+                self._handlers.start_soon(self._run_request, ev, scope, batch)
         elif t is pc.ResponseReceived:
             assert isinstance(ev, pc.ResponseReceived)
             if self.tracker.resolve(ev.id, ev.result) is None:
@@ -329,7 +359,8 @@ class Session:
     ) -> None:
         rid = ev.id
         conn = self.connection
-        emit = self._emit if self.tracer is not None else None
+        rec = self._rec
+        actor = f"handler:{rid}" if rec is not None else ""
         data: bytes | None = None
         outcome = "ok"
         try:
@@ -337,8 +368,8 @@ class Session:
                 if scope.cancel_called:
                     outcome = "cancelled_before_start"
                 else:
-                    if emit:
-                        emit(f"handler:{rid}", "handler_started", {"id": rid, "method": ev.method})
+                    if rec is not None:
+                        rec(self.id, actor, "handler_started", {"id": rid, "method": ev.method})
                     ctx = RequestContext(
                         self, rid, ev.method, ev.params, ev.raw_params, ev.progress_token, scope
                     )
@@ -352,15 +383,15 @@ class Session:
                         outcome = "failed"
                         log.exception("session %s: handler for %s (id %r) failed",
                                       self.id, ev.method, rid)
-                        if emit:
-                            emit(f"handler:{rid}", "handler_failed", {"id": rid, "error": repr(exc)})
+                        if rec is not None:
+                            rec(self.id, actor, "handler_failed", {"id": rid, "error": repr(exc)})
                         data = conn.send_error(rid, InternalError(f"Internal error: {exc}"))
         except trio.Cancelled:
             # Not our scope: the session is shutting down around the handler.
             conn.forget_request(rid)
-            if emit:
-                emit(f"handler:{rid}", "cancel_applied",
-                     {"id": rid, "stage": "running", "by": "supervisor", "why": self.close_reason})
+            if rec is not None:
+                rec(self.id, actor, "cancel_applied",
+                    {"id": rid, "stage": "running", "by": "supervisor", "why": self.close_reason})
             raise
         finally:
             self._scopes.pop(rid, None)
@@ -369,17 +400,23 @@ class Session:
                 self._idle.set()
         if scope.cancelled_caught or outcome == "cancelled_before_start":
             conn.forget_request(rid)
-            if emit:
+            if rec is not None and self._inline is not None and self._inline.get(scope):
+                # The session's end cancelled this inline handler (_end_inline): traced as
+                # the end of the handlers nursery is for a handler task.
+                rec(self.id, actor, "cancel_applied",
+                    {"id": rid, "stage": "running", "by": "supervisor", "why": self.close_reason})
+            elif rec is not None:
                 stage = "before_start" if outcome == "cancelled_before_start" else "running"
-                emit(f"handler:{rid}", "cancel_applied", {"id": rid, "stage": stage, "by": "peer",
-                                                           "why": self._cancel_reasons.pop(rid, None)})
+                rec(self.id, actor, "cancel_applied", {"id": rid, "stage": stage, "by": "peer",
+                                                        "why": self._cancel_reasons.pop(rid, None)})
             if batch is not None:
                 batch.skip()
             return
-        if emit:
-            self._cancel_reasons.pop(rid, None)
-            emit(f"handler:{rid}", "handler_finished", {"id": rid, "outcome": outcome,
-                                                         "suppressed": data is None})
+        if rec is not None:
+            if self._cancel_reasons:
+                self._cancel_reasons.pop(rid, None)
+            rec(self.id, actor, "handler_finished", {"id": rid, "outcome": outcome,
+                                                     "suppressed": data is None})
         if batch is not None:
             if data is None:
                 batch.skip()
@@ -387,6 +424,50 @@ class Session:
                 batch.add(data)
         elif data is not None:
             await self._send_in_place(data, rid)
+
+    async def _run_inline(
+        self, ev: pc.RequestReceived, scope: trio.CancelScope, on_block: Callable[[], None]
+    ) -> None:
+        """Run a request's handler in the calling task, as if it were a handler task.
+
+        It starts at once (no spawn, no scheduler pass) and usually finishes before its
+        first wait; if it waits, ``on_block()`` is called first (:func:`run_eagerly`).
+        It keeps a handler task's guarantees: its scope is in ``_scopes`` (the peer's
+        cancellation, the drain), it holds a slot, it traces the same events, and only
+        the peer or the session cancel it: its scope is shielded, which keeps the
+        caller's own cancellation out (an HTTP client that leaves does not cancel its
+        request), and the session cancels it where it cancels its handlers nursery
+        (:meth:`_end_inline`). One scope, not a shield around the request's scope: a
+        cancel scope costs ~6 us to enter and leave.
+        """
+        inline = self._inline
+        if inline is None:
+            inline = self._inline = {}
+        inline[scope] = False
+        try:
+            await run_eagerly(self._run_request(ev, scope, None), on_block)
+        finally:
+            del inline[scope]
+            done = self._inline_done
+            if done is not None and not inline:
+                done.set()
+
+    async def _end_inline(self) -> None:
+        """Cancel the handlers running in their callers' tasks and wait for them, as the
+        handlers nursery does for its own (bounded by the drain timeout)."""
+        inline = self._inline
+        if not inline:
+            return
+        for scope in inline:
+            if not scope.cancel_called:
+                inline[scope] = True
+                scope.cancel()
+        with trio.CancelScope(shield=True) as bound:
+            bound.deadline = trio.current_time() + self.limits.drain_timeout
+            while inline:
+                self._inline_done = trio.Event()
+                await self._inline_done.wait()
+        self._inline_done = None
 
     # -- writer -----------------------------------------------------------------------
 
@@ -437,10 +518,11 @@ class Session:
 
     async def _write(self, batch: list[Outgoing]) -> None:
         """Write a batch (the caller holds the write token)."""
-        tr = self.tracer
-        if tr is not None:
+        rec = self._rec
+        if rec is not None:
+            sid = self.id
             for m, rel in batch:
-                tr.emit(self.id, "writer", "message_out", {"msg": _msg(m), "related": rel})
+                rec(sid, "writer", "message_out", {"msg": m, "related": rel})
         if self._out_broken:
             return
         try:

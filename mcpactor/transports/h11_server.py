@@ -1,4 +1,4 @@
-"""A lean HTTP/1.1 server for our ASGI app: h11 on Trio, one task per connection.
+"""A lean HTTP/1.1 server for our ASGI app, on Trio, one task per connection.
 
 Why it exists next to hypercorn (which stays supported, ``server="hypercorn"``): on the
 benchmark's echo call a trivial ASGI app on hypercorn's Trio worker costs ~1 ms of
@@ -6,6 +6,11 @@ server CPU per request, four times a bare h11-over-trio loop, so hypercorn alone
 would cap mcpactor below its HTTP targets (figures in ``benchmarks/README.md``).
 What makes this one cheap:
 
+- the common request (HTTP/1.1, ``Content-Length`` body, keep-alive) is read by the
+  fast path of :mod:`.http11` and its response serialized by hand; anything else
+  (chunked bodies, ``Expect``, HTTP/1.0, HEAD, malformed input, ...) is read by a
+  fresh ``h11.Connection`` that takes over the buffered bytes for that one request,
+  so unusual and malformed input gets h11's answers;
 - the app runs in the connection's own task (no task, channel or event per request);
 - the response head is held until the first body chunk, so a complete JSON answer is
   one ``send`` (head, body and terminator together);
@@ -29,6 +34,8 @@ import attrs
 import h11
 import trio
 
+from mcpactor.transports import http11
+from mcpactor.transports.http11 import RequestHead
 from mcpactor.transports.security import redact_target
 
 log = logging.getLogger("mcpactor.http.h11")
@@ -43,6 +50,8 @@ AsgiApp = Callable[
 
 _RECV = 65536
 _DISCONNECT: Message = {"type": "http.disconnect"}
+_ASGI = {"version": "3.0", "spec_version": "2.3"}
+_BROKEN = (trio.BrokenResourceError, trio.ClosedResourceError)
 
 
 @attrs.frozen(kw_only=True)
@@ -60,6 +69,145 @@ class H11Options:
     max_drain_bytes: int = 64 * 1024
     #: Bytes of a pipelined next request buffered while a response is in progress.
     max_pipelined_bytes: int = 64 * 1024
+
+
+class _Conn:
+    """One TCP connection: the socket and the bytes read but not yet consumed."""
+
+    __slots__ = ("buf", "cache", "client", "eof", "idle", "idle_since", "opts", "server",
+                 "stream")
+
+    def __init__(self, stream: trio.SocketStream, opts: H11Options) -> None:
+        self.stream = stream
+        self.opts = opts
+        self.buf = bytearray()
+        self.cache = http11.HeadCache()
+        #: The client has shut down its side (what is in ``buf`` is all there is).
+        self.eof = False
+        #: Cancelled by the reaper when the wait for a request head takes too long.
+        self.idle = trio.CancelScope()
+        #: When the wait for the next request head began (None: not waiting).
+        self.idle_since: float | None = None
+        sock = stream.socket
+        self.server = _addr(sock.getsockname())
+        self.client = _addr(sock.getpeername())
+
+    async def read(self) -> bool:
+        """Append what the socket has to ``buf``; False at end of input."""
+        try:
+            data = await self.stream.receive_some(_RECV)
+        except _BROKEN:
+            data = b""
+        if not data:
+            self.eof = True
+            return False
+        self.buf += data
+        return True
+
+
+class _FastExchange:
+    """One request read by the fast path: ASGI ``receive`` and ``send`` on the
+    connection's buffer, the response serialized by :mod:`.http11`."""
+
+    __slots__ = ("body_done", "c", "chunked", "close", "disconnected", "expected",
+                 "hand_off", "handed_off", "head", "owner", "remaining", "response_done", "sent",
+                 "started")
+
+    def __init__(self, c: _Conn, head: RequestHead, hand_off: Callable[[_Conn], None]) -> None:
+        self.c = c
+        # The connection's task, running the app. If another task completes the
+        # response while the app goes on (a handler the app runs inline outlived its
+        # answer), the connection is handed to a new task so that the client's next
+        # request is not held up behind the app: ``hand_off``.
+        self.owner = trio.lowlevel.current_task()
+        self.hand_off = hand_off
+        self.handed_off = False
+        #: Body bytes not yet handed to the app.
+        self.remaining = head.content_length
+        self.body_done = False
+        self.close = head.close
+        self.disconnected = False
+        self.head: tuple[int, list[tuple[bytes, bytes]]] | None = None  # until the first chunk
+        self.started = False
+        self.response_done = False
+        self.chunked = False
+        self.expected = -1  # the Content-Length the app declared (-1: none)
+        self.sent = 0
+
+    # -- receive --------------------------------------------------------------------
+
+    async def receive(self) -> Message:
+        c = self.c
+        if self.body_done or self.disconnected:
+            return await self._after_body()
+        buf = c.buf
+        if self.remaining and not buf and not await c.read():
+            self.disconnected = True
+            return _DISCONNECT
+        take = min(len(buf), self.remaining)
+        body = bytes(buf[:take])
+        del buf[:take]
+        self.remaining -= take
+        if not self.remaining:
+            self.body_done = True
+        return {"type": "http.request", "body": body, "more_body": not self.body_done}
+
+    async def _after_body(self) -> Message:
+        """Block until the client goes away (or the response is complete)."""
+        c = self.c
+        while not (self.disconnected or self.response_done):
+            if len(c.buf) > c.opts.max_pipelined_bytes:
+                # Stop reading (backpressure); the app cancels us when it is done.
+                await trio.sleep_forever()
+            if not await c.read():
+                self.disconnected = True
+        return _DISCONNECT
+
+    # -- send -----------------------------------------------------------------------
+
+    async def send(self, message: Message) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            if self.head is not None or self.started:
+                raise RuntimeError("http.response.start sent twice")
+            self.head = (message["status"], message.get("headers") or [])
+            return
+        if kind != "http.response.body":
+            raise RuntimeError(f"unexpected ASGI message {kind!r}")
+        if self.response_done:
+            raise RuntimeError("the response is already complete")
+        parts: list[bytes] = []
+        if self.head is not None:
+            status, headers = self.head
+            self.head = None
+            data, self.chunked, self.close, self.expected = http11.response_head(
+                status, headers, close=self.close, cache=self.c.cache
+            )
+            self.started = True
+            parts.append(data)
+        elif not self.started:
+            raise RuntimeError("http.response.body before http.response.start")
+        body = message.get("body", b"")
+        if body:
+            self.sent += len(body)
+            parts.append(http11.chunk(body) if self.chunked else body)
+        more = message.get("more_body", False)
+        if self.expected >= 0 and (self.sent > self.expected
+                                   or (not more and self.sent != self.expected)):
+            self.close = True
+            raise RuntimeError("the response body does not match its Content-Length")
+        if not more:
+            if self.chunked:
+                parts.append(http11.LAST_CHUNK)
+            self.response_done = True
+        if self.disconnected:
+            raise trio.BrokenResourceError("the client disconnected")
+        if parts:
+            await self.c.stream.send_all(b"".join(parts) if len(parts) > 1 else parts[0])
+        if self.response_done and self.body_done and not self.close \
+                and trio.lowlevel.current_task() is not self.owner:
+            self.handed_off = True
+            self.hand_off(self.c)
 
 
 class _Exchange:
@@ -181,9 +329,9 @@ class _Exchange:
 
 
 def _scope(
-    req: h11.Request, server: tuple[str, int] | None, client: tuple[str, int] | None
+    method: bytes, target: bytes, http_version: str, headers: list[tuple[bytes, bytes]],
+    c: _Conn,
 ) -> dict[str, Any]:
-    target = req.target
     if not target.startswith(b"/"):
         # Absolute form (``http://host/path``): keep the path part only.
         after = target.partition(b"://")[2]
@@ -192,17 +340,17 @@ def _scope(
     path = raw_path.decode("latin-1")
     return {
         "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": req.http_version.decode("ascii"),
-        "method": req.method.decode("ascii"),
+        "asgi": _ASGI,
+        "http_version": http_version,
+        "method": method.decode("ascii"),
         "scheme": "http",
         "path": unquote(path) if "%" in path else path,
         "raw_path": raw_path,
         "query_string": query,
         "root_path": "",
-        "headers": list(req.headers),
-        "client": client,
-        "server": server,
+        "headers": headers,
+        "client": c.client,
+        "server": c.server,
     }
 
 
@@ -211,6 +359,10 @@ def _addr(sockname: Any) -> tuple[str, int] | None:
         return str(sockname[0]), int(sockname[1])
     return None
 
+
+# What a connection does after an exchange: serve the next request, end, or nothing
+# (another task serves it now).
+_NEXT, _END, _HANDED = "next", "end", "handed"
 
 _PLAIN = [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")]
 
@@ -222,55 +374,173 @@ class _ConnectionHandler:
         self.app = app
         self.opts = opts
         self.slots = slots
+        self.conns: set[_Conn] = set()
+        #: Where connections handed to a new task (see _FastExchange) are served.
+        self.nursery: trio.Nursery | None = None
+
+    async def reap_idle(self) -> None:
+        """End connections that wait too long for a request head.
+
+        One task for all connections, instead of a deadline per request: changing a
+        cancel scope's deadline costs a few microseconds each time, and a request would
+        need two. A connection idles between ``keep_alive_timeout`` and 1.25 times that.
+        """
+        timeout = self.opts.keep_alive_timeout
+        while True:
+            await trio.sleep(max(timeout / 4, 0.01))
+            now = trio.current_time()
+            for c in list(self.conns):
+                since = c.idle_since
+                if since is not None and now - since >= timeout:
+                    c.idle.cancel()
 
     async def __call__(self, stream: trio.SocketStream) -> None:
         try:
-            async with stream:
-                try:
-                    self.slots.acquire_nowait()
-                except trio.WouldBlock:
+            self.slots.acquire_nowait()
+        except trio.WouldBlock:
+            try:
+                async with stream:
                     await self._refuse(stream, 503, b"too many connections\n")
-                    return
-                try:
-                    await self._serve(stream)
-                finally:
-                    self.slots.release()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            except _BROKEN:
+                pass
+            return
+        c = _Conn(stream, self.opts)
+        self.conns.add(c)
+        await self._run(c)
+
+    async def _run(self, c: _Conn) -> None:
+        """Serve ``c`` until it ends (then close it) or is handed to another task."""
+        handed = False
+        try:
+            handed = await self._serve(c)
+        except _BROKEN:
             pass  # a client that leaves is its own business
+        finally:
+            if not handed:
+                self.conns.discard(c)
+                self.slots.release()
+                await trio.aclose_forcefully(c.stream)
+
+    def _hand_off(self, c: _Conn) -> None:
+        assert self.nursery is not None
+        self.nursery.start_soon(self._run, c)
 
     async def _refuse(self, stream: trio.SocketStream, status: int, text: bytes) -> None:
-        conn = h11.Connection(h11.SERVER)
-        head = h11.Response(
-            status_code=status, headers=[*_PLAIN, (b"content-length", str(len(text)).encode())]
+        head, _, _, _ = http11.response_head(
+            status, [*_PLAIN, (b"content-length", b"%d" % len(text))]
         )
         with trio.move_on_after(1):
-            try:
-                await stream.send_all(
-                    (conn.send(head) or b"") + (conn.send(h11.Data(data=text)) or b"")
-                    + (conn.send(h11.EndOfMessage()) or b"")
-                )
-            except h11.LocalProtocolError:
-                pass
+            await stream.send_all(head + text)
 
-    async def _serve(self, stream: trio.SocketStream) -> None:
-        sock = stream.socket
-        server, client = _addr(sock.getsockname()), _addr(sock.getpeername())
+    async def _serve(self, c: _Conn) -> bool:
+        """Serve requests until the connection ends (False) or is handed off (True)."""
+        opts = self.opts
+        # Only the wait for a request head is bounded (by reap_idle): an SSE response may
+        # rightly stay open for hours.
+        c.idle = trio.CancelScope()  # one per serving task: a scope is entered once
+        with c.idle:
+            while True:
+                head = http11.parse_head(c.buf, opts.max_head_bytes, c.cache) if c.buf else None
+                if head is None:
+                    # The whole head is bounded, not each read (a client trickling a
+                    # byte at a time would never time out).
+                    c.idle_since = trio.current_time()
+                while head is None:
+                    if c.eof:
+                        if c.buf:
+                            head = http11.FALLBACK  # a partial request: h11 says what it is
+                            break
+                        return False
+                    await c.read()
+                    if c.idle.cancel_called:
+                        return False
+                    head = http11.parse_head(c.buf, opts.max_head_bytes, c.cache)
+                c.idle_since = None
+                if head is http11.FALLBACK:
+                    if http11.head_too_large(c.buf, opts.max_head_bytes):
+                        await self._refuse(c.stream, 431, b"request header fields too large\n")
+                        return False
+                    if await self._h11_cycle(c):
+                        return False
+                    continue
+                assert isinstance(head, RequestHead)
+                after = await self._fast_exchange(c, head)
+                if after is not _NEXT:
+                    return after is _HANDED
+        return False
+
+    # -- the fast path -----------------------------------------------------------------
+
+    async def _fast_exchange(self, c: _Conn, head: RequestHead) -> str:
+        """Run the app for one fast-path request; what the connection does next."""
+        del c.buf[: head.body_start]
+        ex = _FastExchange(c, head, self._hand_off)
+        scope = _scope(head.method, head.target, "1.1", head.headers, c)
+        try:
+            await self.app(scope, ex.receive, ex.send)
+        except _BROKEN:
+            return _HANDED if ex.handed_off else _END
+        except Exception:
+            # [auth] the target may carry credentials in its query: never log them.
+            log.exception("the ASGI app failed on %s %r", head.method, redact_target(head.target))
+            if ex.handed_off:
+                return _HANDED
+            if not ex.started:
+                await self._refuse(c.stream, 500, b"internal server error\n")
+            return _END
+        if ex.handed_off:
+            return _HANDED
+        if not ex.response_done:
+            if not ex.started and not ex.disconnected:
+                await self._refuse(c.stream, 500, b"no response\n")
+            return _END
+        if ex.disconnected or ex.close:
+            return _END
+        return _NEXT if await self._skip_body(c, ex.remaining) else _END
+
+    async def _skip_body(self, c: _Conn, remaining: int) -> bool:
+        """Drop a request body the app left unread; False to close instead."""
+        if remaining > self.opts.max_drain_bytes:
+            return False
+        while remaining:
+            if not c.buf:
+                with trio.move_on_after(1):
+                    await c.read()
+                if not c.buf:
+                    return False
+            take = min(len(c.buf), remaining)
+            del c.buf[:take]
+            remaining -= take
+        return True
+
+    # -- everything else: h11 -----------------------------------------------------------
+
+    async def _h11_cycle(self, c: _Conn) -> bool:
+        """Serve one request with a fresh h11 connection that takes over the buffered
+        bytes; True when the connection must end. What h11 leaves unread goes back to
+        the buffer for the fast path."""
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=self.opts.max_head_bytes)
-        while True:
-            try:
-                event: Any = None
-                # Only the wait for a request head is bounded: an SSE response may
-                # rightly stay open for hours.
-                with trio.move_on_after(self.opts.keep_alive_timeout):
-                    event = await self._next_event(conn, stream)
-                if type(event) is not h11.Request:
-                    return  # the client closed, or sent nothing in time
-                if await self._exchange(conn, stream, event, server, client):
-                    return
-            except h11.RemoteProtocolError as exc:
-                if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-                    await self._refuse(stream, exc.error_status_hint, b"bad request\n")
-                return
+        conn.receive_data(bytes(c.buf))
+        c.buf.clear()
+        if c.eof:
+            conn.receive_data(b"")
+        stream = c.stream
+        try:
+            c.idle_since = trio.current_time()
+            event = await self._next_event(conn, stream)
+            c.idle_since = None
+            if c.idle.cancel_called or type(event) is not h11.Request:
+                return True  # the client closed, or sent nothing in time
+            if await self._exchange(conn, stream, event, c):
+                return True
+        except h11.RemoteProtocolError as exc:
+            if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                await self._refuse(stream, exc.error_status_hint, b"bad request\n")
+            return True
+        data, closed = conn.trailing_data
+        c.buf += data
+        c.eof = c.eof or closed
+        return False
 
     async def _next_event(self, conn: h11.Connection, stream: trio.SocketStream) -> Any:
         while True:
@@ -278,21 +548,22 @@ class _ConnectionHandler:
             if ev is h11.NEED_DATA:
                 try:
                     data = await stream.receive_some(_RECV)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                except _BROKEN:
                     data = b""
                 conn.receive_data(data)
                 continue
             return ev
 
     async def _exchange(
-        self, conn: h11.Connection, stream: trio.SocketStream, req: h11.Request,
-        server: tuple[str, int] | None, client: tuple[str, int] | None,
+        self, conn: h11.Connection, stream: trio.SocketStream, req: h11.Request, c: _Conn
     ) -> bool:
-        """Run the app for one request; True when the connection must end."""
+        """Run the app for one h11 request; True when the connection must end."""
         ex = _Exchange(conn, stream, self.opts, head_only=req.method == b"HEAD")
+        scope = _scope(req.method, req.target, req.http_version.decode("ascii"),
+                       list(req.headers), c)
         try:
-            await self.app(_scope(req, server, client), ex.receive, ex.send)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await self.app(scope, ex.receive, ex.send)
+        except _BROKEN:
             return True
         except Exception:
             # [auth] the target may carry credentials in its query: never log them.
@@ -309,7 +580,8 @@ class _ConnectionHandler:
         return not await self._drain(conn, stream)
 
     async def _drain(self, conn: h11.Connection, stream: trio.SocketStream) -> bool:
-        """Skip an unread request body and start the next cycle; False to close instead."""
+        """Skip an unread request body; False to close instead. The next request is
+        not started here: its bytes go back to the fast path."""
         budget = self.opts.max_drain_bytes
         while conn.their_state is h11.SEND_BODY:
             ev = conn.next_event()
@@ -324,10 +596,7 @@ class _ConnectionHandler:
                 conn.receive_data(data)
             elif type(ev) is h11.ConnectionClosed:
                 return False
-        if conn.their_state is not h11.DONE or conn.our_state is not h11.DONE:
-            return False
-        conn.start_next_cycle()
-        return True
+        return conn.their_state is h11.DONE and conn.our_state is h11.DONE
 
 
 async def serve_h11(
@@ -350,5 +619,7 @@ async def serve_h11(
             urls.append(f"http://{h}:{name[1]}")
     handler = _ConnectionHandler(app, opts, trio.Semaphore(opts.max_connections))
     async with trio.open_nursery() as nursery:
+        handler.nursery = nursery
+        nursery.start_soon(handler.reap_idle)
         await nursery.start(trio.serve_listeners, handler, listeners)
         task_status.started(urls)

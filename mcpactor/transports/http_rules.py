@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable
+from functools import lru_cache
 
 import attrs
 import orjson
@@ -49,17 +50,18 @@ class Headers:
     __slots__ = ("_d",)
 
     def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
-        d: dict[str, str] = {}
+        # Kept as bytes: only the few values asked for are decoded.
+        d: dict[bytes, bytes] = {}
         for k, v in raw:
-            name = k.decode("latin-1").lower()
-            value = v.decode("latin-1")
+            name = k.lower()
             # Repeated headers fold into one comma-separated value (RFC 9110 5.3).
-            d[name] = f"{d[name]}, {value}" if name in d else value
+            d[name] = d[name] + b", " + v if name in d else v
         self._d = d
 
     def get(self, name: str) -> str | None:
         """The header's value, or None."""
-        return self._d.get(name.lower())
+        value = self._d.get(name.lower().encode("latin-1"))
+        return None if value is None else value.decode("latin-1")
 
 
 def _media_types(header: str) -> list[str]:
@@ -82,6 +84,7 @@ def accepts(header: str | None, media_type: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=64)  # a client repeats its headers: verdicts are reused
 def check_accept_post(accept: str | None) -> HttpError | None:
     """A POST must accept both JSON and SSE (the server picks per request)."""
     if accepts(accept, "application/json") and accepts(accept, "text/event-stream"):
@@ -91,6 +94,7 @@ def check_accept_post(accept: str | None) -> HttpError | None:
     )
 
 
+@lru_cache(maxsize=64)  # a client repeats its headers: verdicts are reused
 def check_accept_get(accept: str | None) -> HttpError | None:
     """A GET opens an SSE stream, so it must accept ``text/event-stream``."""
     if accepts(accept, "text/event-stream"):
@@ -98,6 +102,7 @@ def check_accept_get(accept: str | None) -> HttpError | None:
     return HttpError(406, "Not Acceptable: the client must accept text/event-stream")
 
 
+@lru_cache(maxsize=64)  # a client repeats its headers: verdicts are reused
 def check_content_type(content_type: str | None) -> HttpError | None:
     """POST bodies are JSON."""
     if content_type is not None:
@@ -107,6 +112,7 @@ def check_content_type(content_type: str | None) -> HttpError | None:
     return HttpError(415, "Unsupported Media Type: Content-Type must be application/json")
 
 
+@lru_cache(maxsize=64)  # a client repeats its headers: verdicts are reused
 def check_protocol_version(header: str | None) -> HttpError | None:
     """``MCP-Protocol-Version`` must name a version we speak; absent means 2025-03-26.
 

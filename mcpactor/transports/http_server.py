@@ -336,18 +336,81 @@ class McpHttpApp:
             )
             return
         stream = hs.open_request_stream(ids)
+        if not is_batch and len(items) == 1 and hs.mode != "single" and self._nursery is not None:
+            await self._post_inline(hs, stream, body, items[0], receive, send, version)
+            return
         await hs.transport.deliver(body)
         hs.forget_cancelled(items)
         await self.answer(hs, stream, receive, send, version)
 
+    async def _post_inline(
+        self, hs: HttpSession, stream: Stream, body: bytes, msg: jsonrpc.Message,
+        receive: Receive, send: Send, version: str | None,
+    ) -> None:
+        """Deliver a lone request (``msg``, parsed from ``body``) whose handler runs in
+        this task, then answer it.
+
+        A handler that finishes without waiting (most tool calls) is answered with no
+        task and no scheduler pass between the request and its answer. One that waits
+        is answered by a task of its own, started when it first waits, exactly as
+        :meth:`answer` would here (JSON, or SSE as it streams or after the window),
+        while this task keeps running the handler.
+        """
+        nursery = self._nursery
+        assert nursery is not None
+        answered: trio.Event | None = None
+        answering: trio.CancelScope | None = None  # made when needed: most never are
+        # Taken before the handler runs: it may detach the stream (SSE polling) before
+        # the answer starts.
+        generation = stream.generation
+
+        def on_block() -> None:
+            nonlocal answered, answering
+            answered = trio.Event()
+            answering = trio.CancelScope()
+            nursery.start_soon(self._answer_task, hs, stream, receive, send, version,
+                               generation, answering, answered)
+
+        try:
+            await hs.transport.deliver(body, on_block, msg)
+        except BaseException:
+            if answered is not None and answering is not None:
+                # Never return while another task still writes this response: the
+                # server would start the next exchange under it.
+                answering.cancel()
+                with trio.CancelScope(shield=True):
+                    await answered.wait()
+            raise
+        if answered is None:
+            await self.answer(hs, stream, receive, send, version, generation=generation)
+        else:
+            await answered.wait()
+
+    async def _answer_task(
+        self, hs: HttpSession, stream: Stream, receive: Receive, send: Send,
+        version: str | None, generation: int, scope: trio.CancelScope, answered: trio.Event,
+    ) -> None:
+        """:meth:`answer` in a task of its own (see :meth:`_post_inline`)."""
+        try:
+            with scope:
+                await self.answer(hs, stream, receive, send, version, generation=generation)
+        except (asgi.ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:
+            log.exception("internal error answering a request of session %s", hs.id)
+        finally:
+            answered.set()
+
     async def answer(
         self, hs: HttpSession, stream: Stream, receive: Receive, send: Send,
-        version: str | None, *, resumable: bool = True,
+        version: str | None, *, resumable: bool = True, generation: int | None = None,
     ) -> None:
         """Answer a POST's requests: one JSON body, or the stream as SSE (see
-        :attr:`HttpOptions.json_response` for how the mode picks)."""
+        :attr:`HttpOptions.json_response` for how the mode picks). ``generation``: the
+        stream's when its requests were delivered (default: now)."""
         sid_header = [] if self.options.stateless else [(b"mcp-session-id", hs.id.encode())]
-        generation = stream.generation
+        if generation is None:
+            generation = stream.generation
         if hs.mode != "sse":
             auto = hs.mode == "auto"
             if not self._decided(stream, auto, generation):

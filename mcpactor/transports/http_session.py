@@ -9,6 +9,7 @@ batch of them) marks its requests answered, which completes the POST stream.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -16,7 +17,7 @@ import trio
 
 from mcpactor.protocol import versions
 from mcpactor.protocol.errors import ConnectionClosed
-from mcpactor.protocol.jsonrpc import Notification, RequestId
+from mcpactor.protocol.jsonrpc import Batch, Invalid, Message, Notification, RequestId
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 from mcpactor.transports.event_store import EventStore, Stream
 
@@ -47,6 +48,16 @@ def response_ids(data: bytes) -> list[RequestId]:
             if isinstance(rid, (str, int)) and not isinstance(rid, bool):
                 out.append(rid)
     return out
+
+
+def _answers(data: bytes, related: RequestId) -> list[RequestId]:
+    """:func:`response_ids` for a message tied to request ``related``, without parsing
+    the common case: our encoder writes a response to ``related`` as
+    ``{"jsonrpc":"2.0","id":<related>,"result":...`` (or ``"error"``)."""
+    head = b'{"jsonrpc":"2.0","id":%s,' % orjson.dumps(related)
+    if data.startswith(head) and data.startswith((b'"result":', b'"error":'), len(head)):
+        return [related]
+    return response_ids(data)
 
 
 class HttpSession:
@@ -127,13 +138,13 @@ class HttpSession:
     def route(self, data: bytes, related: RequestId | None) -> None:
         """Put one outbound message on the stream it belongs to."""
         stream = self.request_streams.get(related) if related is not None else None
-        if stream is None:
+        if stream is None or related is None:
             if related is not None and related in self.drop_ids:
                 self.drop_ids = self.drop_ids - {related}
                 return
             self.standalone.append(data)
             return
-        ids = response_ids(data)
+        ids = _answers(data, related)
         if not ids and self.mode == "json":
             # A JSON answer cannot carry notifications or server requests: send them
             # on the standalone stream where a GET can pick them up.
@@ -198,18 +209,23 @@ class HttpSessionTransport(Transport):
         self._input_ended = trio.Event()
         self._closed = False
 
-    async def deliver(self, data: bytes) -> None:
+    async def deliver(
+        self, data: bytes, on_block: Callable[[], None] | None = None,
+        parsed: Message | Invalid | Batch | None = None,
+    ) -> None:
         """Hand one inbound message (a POST body) to the session, in the POST's task.
 
         Every message goes this way (never through :meth:`receive`), so the session
         sees them in delivery order; it waits only when the session is at its limit
-        of concurrent requests (backpressure on the POST).
+        of concurrent requests (backpressure on the POST). ``on_block``: a lone
+        request's handler runs in this task; ``parsed``: the message, already parsed
+        (see :meth:`Session.feed`).
         """
         session = self.owner.session
         if self._closed or session is None:
             raise TransportClosed("the session is closed")
         try:
-            await session.feed(data)
+            await session.feed(data, on_block, parsed)
         except ConnectionClosed:
             raise TransportClosed("the session is closed") from None
 

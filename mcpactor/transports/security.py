@@ -9,6 +9,7 @@ headers shuts that door.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 import attrs
@@ -58,12 +59,7 @@ class OriginPolicy:
         """Whether a request's ``Host`` header is acceptable (absent: HTTP/1.0, allowed)."""
         if host is None:
             return True
-        if "*" in self.allowed_hosts:
-            return True
-        name = host_name(host)
-        if name is None:
-            return False
-        return name in self.allowed_hosts or host.strip().lower() in self.allowed_hosts
+        return _host_ok(self, host)
 
     def origin_ok(self, origin: str | None) -> bool:
         """Whether a request's ``Origin`` header is acceptable; no Origin (a non-browser
@@ -121,3 +117,13 @@ def redact_headers(headers: list[tuple[str, str]] | list[tuple[bytes, bytes]]) -
         value = v.decode("latin-1") if isinstance(v, bytes) else v
         out.append((name, REDACTED if name.lower() in SECRET_HEADERS else value))
     return out
+
+
+@lru_cache(maxsize=256)  # a client repeats its Host: the verdict is reused
+def _host_ok(policy: OriginPolicy, host: str) -> bool:
+    if "*" in policy.allowed_hosts:
+        return True
+    name = host_name(host)
+    if name is None:
+        return False
+    return name in policy.allowed_hosts or host.strip().lower() in policy.allowed_hosts
