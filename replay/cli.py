@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
         "--serve", action="store_true",
         help="play the recorded server over stdio to a real client",
     )
-    p.add_argument("--schedules", type=int, default=64, metavar="N",
+    p.add_argument("--schedules", type=int, default=256, metavar="N",
                    help="at most N runs when searching for the recorded interleaving (64)")
     p.add_argument("--timeout", type=float, default=10.0,
                    help="seconds to wait for each live answer (--against, --serve)")

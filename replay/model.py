@@ -28,7 +28,7 @@ class ReplayOptions:
     on_step: StepHook | None = None
     on_break: BreakHook | None = None
     grace: float = 60.0
-    schedules: int = 64
+    schedules: int = 256
 
 
 @attrs.frozen

@@ -4,9 +4,12 @@
 Session.run()                 supervisor: one nursery, the failure policy below
  ├─ reader                    transport → Connection → route each event
  ├─ writer                    sole owner of transport.send; batches what is queued
+ │                            (its code and write token: session/writer.py)
  ├─ notifier                  runs notification and progress callbacks in order
  │                            (started on first use: most sessions never need it)
  └─ handlers nursery          one task per inbound request, each in its own cancel scope
+                              (or, fed by an HTTP POST, run in the POST's own task
+                              until it first waits: see feed())
 ```
 
 Actors talk through bounded memory channels: the writer's mailbox (every outbound byte
@@ -52,9 +55,9 @@ from mcpactor.session.eager import run_eagerly
 from mcpactor.session.handler import SessionHandler
 from mcpactor.session.limits import Limits
 from mcpactor.session.tracker import ProgressCallback, RequestTracker, Timeout, Waiter
+from mcpactor.session.writer import WriterActor
 from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import (
-    Outgoing,
     Oversize,
     Transport,
     TransportClosed,
@@ -64,7 +67,7 @@ from mcpactor.transports.base import (
 log = logging.getLogger("mcpactor.session")
 
 
-class Session:
+class Session(WriterActor):
     """One MCP session: a Connection, a transport, a handler, and the actors between.
 
     Call :meth:`run` in a nursery (``await nursery.start(session.run)``); it returns when
@@ -93,7 +96,6 @@ class Session:
         self.id = session_id or uuid.uuid4().hex
         self.limits = limits
         self.tracker = RequestTracker()
-        self._out_send, self._out_recv = trio.open_memory_channel[Outgoing](limits.outbound_buffer)
         # The notifier's mailbox exists from its first job on (see _ensure_notifier).
         self._note_send: trio.MemorySendChannel[Callable[[], Awaitable[None]]] | None = None
         self._slots = trio.Semaphore(limits.max_concurrent_requests)
@@ -111,24 +113,12 @@ class Session:
         self._reader_scope = trio.CancelScope()
         self._eof = False
         self._idle: trio.Event | None = None
-        # The write token: who is writing to the transport now (writer or a handler).
-        self._writing = False
-        self._writer_holding = False
-        self._queued = 0  # messages handed to the writer's mailbox, not yet taken out
-        self._token_free: trio.Event | None = None
-        self._out_broken = False
+        self._init_writer()
         self.started = trio.Event()
         self.closed = trio.Event()
         self.initialized = trio.Event()
         self.close_reason: str | None = None
         self.attributes: dict[str, Any] = {}  # per-session state for the application
-
-    # -- tracing ----------------------------------------------------------------------
-
-    def _emit(self, actor: str, kind: str, data: dict[str, Any]) -> None:
-        rec = self._rec
-        if rec is not None:
-            rec(self.id, actor, kind, data)
 
     # -- supervisor -------------------------------------------------------------------
 
@@ -468,95 +458,6 @@ class Session:
                 self._inline_done = trio.Event()
                 await self._inline_done.wait()
         self._inline_done = None
-
-    # -- writer -----------------------------------------------------------------------
-
-    async def _send(self, data: bytes, related: RequestId | None = None) -> None:
-        # send_nowait when the mailbox has room: no scheduler round trip per message.
-        # Only a full mailbox (a slow peer) makes the sender wait — that is backpressure.
-        # Counted before it is handed over: a parked writer receives the item directly,
-        # so the channel's buffer alone cannot tell whether a message is pending.
-        self._queued += 1
-        try:
-            self._out_send.send_nowait((data, related))
-        except trio.WouldBlock:
-            try:
-                await self._out_send.send((data, related))
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                self._queued -= 1
-                raise ConnectionClosed("the session is closed") from None
-            except BaseException:
-                self._queued -= 1
-                raise
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            self._queued -= 1
-            raise ConnectionClosed("the session is closed") from None
-
-    async def _send_in_place(self, data: bytes, related: RequestId | None) -> None:
-        """Send a handler's final message, writing it in place when nothing is queued
-        or being written ahead of it.
-
-        The writer actor owns the stream; this borrows its write token for one message,
-        which saves the writer a wake-up on the sequential path (one request in flight).
-        Order is kept: the token is only borrowed when no earlier message is pending.
-        """
-        if self._writing or self._writer_holding or self._queued or self._out_broken:
-            await self._send(data, related)
-            return
-        self._writing = True
-        try:
-            await self._write([(data, related)])
-        finally:
-            self._release_write_token()
-
-    def _release_write_token(self) -> None:
-        self._writing = False
-        waiting = self._token_free
-        if waiting is not None:
-            self._token_free = None
-            waiting.set()
-
-    async def _write(self, batch: list[Outgoing]) -> None:
-        """Write a batch (the caller holds the write token)."""
-        rec = self._rec
-        if rec is not None:
-            sid = self.id
-            for m, rel in batch:
-                rec(sid, "writer", "message_out", {"msg": m, "related": rel})
-        if self._out_broken:
-            return
-        try:
-            await self.transport.send(batch)
-        except TransportClosed as exc:
-            self._out_broken = True
-            self.close_reason = self.close_reason or f"transport broke: {exc}"
-            self._emit("writer", "transport_broken", {"error": str(exc)})
-            self._reader_scope.cancel()
-
-    async def _writer(self) -> None:
-        recv = self._out_recv
-        receive_nowait = recv.receive_nowait
-        async for first in recv:
-            # Claimed before any yield, so no handler writes in place ahead of this batch.
-            self._writer_holding = True
-            batch = [first]
-            try:
-                while len(batch) < 256:
-                    batch.append(receive_nowait())
-            except (trio.WouldBlock, trio.EndOfChannel):
-                pass
-            self._queued -= len(batch)
-            while self._writing:
-                self._token_free = trio.Event()
-                await self._token_free.wait()
-            self._writing = True
-            try:
-                await self._write(batch)
-            finally:
-                self._writer_holding = False
-                self._release_write_token()
-            # Not kept alive while waiting: an idle session would hold its last message.
-            del first, batch
 
     # -- notifier ---------------------------------------------------------------------
 
