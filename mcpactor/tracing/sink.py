@@ -9,12 +9,16 @@ Protocol. Frames on stdin: ``<op:u8><channel:u32><length:u32>`` then ``length`` 
 - ``OPEN``: JSON ``{"path": ..., "keys": [...]}``: append a trace to ``path`` (which the
   recording process has already created empty), redacting ``keys``;
 - ``DATA``: a batch: ``<json length:u32><lines:u32><blobs:u32>``, the JSON array of
-  records (``[seq, t, session, actor, kind, data]``), the blob lengths (native u32s),
+  events (each the object its line will be, ``{"seq", "t", "session", "actor", "kind",
+  ...data}``, with a bare newline item after each), the blob lengths (native u32s),
   then the blobs: first ``lines`` already-encoded lines (the header), then the bytes of
-  every :class:`~mcpactor.tracing.tracer.EncodedMessage`, in the order the JSON refers
-  to them. A message stands in the JSON as the string ``"\\u0000" + NONCE``: carried
-  beside the JSON rather than inside it, it reaches the file as the exact bytes that
-  crossed the wire (decoding would lose their spacing);
+  every traced message, in the order the JSON refers to them. A message stands in the
+  JSON as the string ``"\\u0000" + NONCE``: carried beside the JSON rather than inside
+  it, it reaches the file as the exact bytes that crossed the wire (decoding would lose
+  their spacing). A batch with nothing to redact is written by splicing bytes: the
+  messages put where the marker stands, the separators turned into line ends; only a
+  batch that may hold a secret (or a message holding a line break) is decoded and
+  encoded again;
 - ``CLOSE``: write nothing more, close the file.
 
 Answers on stdout, one JSON array per line: ``["A", channel, size, learned, error]``
@@ -39,13 +43,16 @@ from typing import IO, Any
 
 import orjson
 
-from mcpactor.tracing.encode import Record, encode_records
+from mcpactor.tracing.encode import Record, encode_block
 from mcpactor.tracing.redact import Redactor
 from mcpactor.tracing.tracer import EncodedMessage
 
 OP_OPEN, OP_DATA, OP_CLOSE = 1, 2, 3
 FRAME = struct.Struct("<BII")
 BATCH = struct.Struct("<III")
+#: Between the events of a ``DATA`` array: a bare newline item, so that ``,\n,`` only
+#: ever stands between two events (orjson escapes newlines inside strings).
+EVENT_SEPARATOR = orjson.Fragment(b"\n")
 
 
 class _Trace:
@@ -56,18 +63,19 @@ class _Trace:
         self.redactor = Redactor(frozenset(keys))
         self.learned = 0
 
-    def write(self, lines: list[bytes]) -> tuple[int, list[str]]:
+    def write(self, lines: list[bytes], block: bytes) -> tuple[int, list[str]]:
         if lines:
-            self.file.write(b"\n".join(lines) + b"\n")
+            block = b"\n".join(lines) + b"\n" + block
+        if block:
+            self.file.write(block)
             self.file.flush()
         learned = self.redactor.learned
         new, self.learned = learned[self.learned :], len(learned)
         return self.file.tell(), new
 
 
-def decode_batch(body: bytes, marker: str) -> tuple[list[bytes], list[Record]]:
-    """The header lines and the records of a ``DATA`` body, messages as bytes (under
-    ``msg``) or EncodedMessage (anywhere else)."""
+def _parts(body: bytes) -> tuple[bytes, list[bytes], list[bytes]]:
+    # A DATA body's event array, header lines and messages.
     json_len, n_lines, n_blobs = BATCH.unpack_from(body)
     pos = BATCH.size
     payload = memoryview(body)[pos : pos + json_len]
@@ -79,22 +87,51 @@ def decode_batch(body: bytes, marker: str) -> tuple[list[bytes], list[Record]]:
     for n in lengths:
         blobs.append(body[pos : pos + n])
         pos += n
-    lines, messages = blobs[:n_lines], blobs[n_lines:]
-    records = orjson.loads(payload)
-    # Messages are under ``msg`` in every event the runtime emits: look there first;
-    # anything else takes the full walk.
-    used = 0
-    if messages:
-        for rec in records:
-            data = rec[5]
-            if data.get("msg") == marker:
-                data["msg"] = messages[used]  # bytes: an encoded message, as emitted
-                used += 1
-    if used != len(messages):
-        records = orjson.loads(payload)
-        it = iter(messages)
-        for rec in records:
-            rec[5] = _replace_all(rec[5], marker, it)
+    return bytes(payload), blobs[:n_lines], blobs[n_lines:]
+
+
+def splice_block(body: bytes, marker: str) -> tuple[list[bytes], bytes | None]:
+    """The header lines of a ``DATA`` body, and its events as the lines to write, each
+    ending in a newline, made by putting the messages where the marker stands — or
+    None when that cannot give the right lines (a message holding a line break, a
+    marker that is not one of ours): then :func:`decode_batch` and the encoder."""
+    payload, lines, messages = _parts(body)
+    if payload == b"[]":
+        return lines, b""
+    pieces = payload[1:-3].split(orjson.dumps(marker))  # [A,\n,B,\n] -> A,\n,B
+    if len(pieces) != len(messages) + 1:
+        return lines, None
+    joined: list[bytes] = [pieces[0]]
+    add = joined.append
+    for message, piece in zip(messages, pieces[1:], strict=True):
+        add(message)
+        add(piece)
+    block = b"".join(joined).replace(b",\n,", b"\n") + b"\n"
+    if block.count(b"\n") != payload.count(b",\n,") + 1 or b"\r" in block:
+        return lines, None  # a raw line break inside a message: re-encode it
+    return lines, block
+
+
+def decode_batch(body: bytes, marker: str) -> tuple[list[bytes], list[Record]]:
+    """The header lines and the records of a ``DATA`` body, messages as bytes (under
+    ``msg``) or EncodedMessage (anywhere else)."""
+    payload, lines, messages = _parts(body)
+    # [A,\n,B,\n] -> [A,B]: the separators only ever stand between events.
+    events = orjson.loads(payload[:-3].replace(b",\n,", b",") + b"]" if payload != b"[]"
+                          else payload)
+    records: list[Record] = []
+    it = iter(messages)
+    for ev in events:
+        seq, t, session, actor, kind = (ev.pop("seq"), ev.pop("t"), ev.pop("session"),
+                                        ev.pop("actor"), ev.pop("kind"))
+        if messages:
+            # Messages are under ``msg`` in every event the runtime emits: look there
+            # first; anything else takes the full walk.
+            if ev.get("msg") == marker:
+                ev["msg"] = next(it)  # bytes: an encoded message, as emitted
+            else:
+                ev = _replace_all(ev, marker, it)
+        records.append((seq, t, session, actor, kind, ev))
     return lines, records
 
 
@@ -135,8 +172,11 @@ def serve(inp: IO[bytes], out: IO[bytes], nonce: str) -> None:
                         reply = ["E", channel, -1, repr(exc)]
                 elif op == OP_DATA:
                     trace = traces[channel]
-                    lines, records = decode_batch(body, marker)
-                    size, learned = trace.write(lines + encode_records(records, trace.redactor))
+                    lines, block = splice_block(body, marker)
+                    if block is None or trace.redactor.batch_might_hold_secret(block):
+                        lines, records = decode_batch(body, marker)
+                        block = encode_block(records, trace.redactor)
+                    size, learned = trace.write(lines, block)
                     reply = ["A", channel, size, learned, errors.pop(channel, None)]
                 elif op == OP_CLOSE:
                     trace = traces.pop(channel)

@@ -40,7 +40,15 @@ import orjson
 import mcpactor
 from mcpactor.tracing.encode import Record, encode_block, encode_records, jsonable
 from mcpactor.tracing.redact import Redactor
-from mcpactor.tracing.sink import BATCH, FRAME, OP_CLOSE, OP_DATA, OP_OPEN, decode_batch
+from mcpactor.tracing.sink import (
+    BATCH,
+    EVENT_SEPARATOR,
+    FRAME,
+    OP_CLOSE,
+    OP_DATA,
+    OP_OPEN,
+    decode_batch,
+)
 from mcpactor.tracing.tracer import EncodedMessage
 from mcpactor.tracing.writer import BackgroundWriter
 
@@ -58,9 +66,24 @@ _PIPE_SIZE = 1 << 20
 
 
 def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Fragment) -> bytes:
-    """A ``DATA`` body (see :mod:`.sink`): one ``orjson.dumps`` for the whole batch."""
+    """A ``DATA`` body (see :mod:`.sink`): one ``orjson.dumps`` for the whole batch.
+
+    The events go as the objects their lines will be, messages standing in as the
+    marker: for a batch with nothing to redact, the sink's work is then splicing bytes.
+    """
     blobs = list(prefix)
     append = blobs.append
+    sep = EVENT_SEPARATOR
+    items: list[Any] = []
+    add = items.append
+    top = 0
+    for seq, t, session, actor, kind, data in records:
+        ev = {"seq": seq, "t": round(t, 9), "session": session, "actor": actor, "kind": kind}
+        ev.update(data)
+        if data.get("msg").__class__ in _MESSAGE_TYPES:
+            top += 1
+        add(ev)
+        add(sep)
 
     def default(obj: Any) -> Any:
         cls = obj.__class__
@@ -73,19 +96,27 @@ def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Frag
         raise TypeError
 
     try:
-        body = orjson.dumps(records, default=default)
+        body = orjson.dumps(items, default=default)
     except TypeError:
-        # Something orjson cannot encode: its repr, as the thread writer would write it.
+        body = None
+    if body is None or len(blobs) - len(prefix) != top:
+        # Something orjson cannot encode, or a message elsewhere than under ``msg``:
+        # their repr, as the thread writer would write it.
         del blobs[len(prefix) :]
-        body = orjson.dumps([_plain(r) for r in records], default=default)
+        body = orjson.dumps([_plain(i) for i in items], default=default)
     lengths = array("I", map(len, blobs)).tobytes()
     return b"".join([BATCH.pack(len(body), len(prefix), len(blobs)), body, lengths, *blobs])
 
 
-def _plain(rec: Record) -> Record:
-    data = {k: v if v.__class__ in (bytes, EncodedMessage) or jsonable(v) else repr(v)
-            for k, v in rec[5].items()}
-    return (rec[0], rec[1], rec[2], rec[3], rec[4], data)
+#: What a traced message is: its bytes, or wrapped.
+_MESSAGE_TYPES = (bytes, EncodedMessage)
+
+
+def _plain(item: Any) -> Any:
+    if item is EVENT_SEPARATOR:
+        return item
+    return {k: v if (k == "msg" and v.__class__ in _MESSAGE_TYPES) or jsonable(v) else repr(v)
+            for k, v in item.items()}
 
 
 class TraceSink:

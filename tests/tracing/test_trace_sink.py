@@ -280,3 +280,52 @@ def test_a_file_the_sink_cannot_open_is_written_here_and_the_sink_stays(tmp_path
     assert writer.in_process and sink.alive()
     lines = _lines(path)
     assert len(lines) == 2 and orjson.loads(lines[1])["token"] == REDACTED
+
+
+def test_clean_batches_are_spliced_and_still_match_the_thread_writer(tmp_path: Path) -> None:
+    # No secret anywhere: the sink splices the messages into the lines without decoding,
+    # except around a message holding line breaks, which it re-encodes like the thread.
+    events: list[tuple[str, str, dict[str, Any]]] = [
+        ("writer", "message_out", {"msg": b'{"id": %d,  "result": {}}' % i, "related": i})
+        for i in range(300)
+    ]
+    events.insert(100, ("reader", "message_in", {"msg": b'{\n  "id": 7,\r\n  "method": "x"\n}'}))
+    events.insert(5, ("handler:1", "handler_started", {"id": 1, "method": "tools/call"}))
+
+    async def main() -> None:
+        recs = [JsonlRecorder(tmp_path / f"{mode}.jsonl", _header(), apply_header_seeds=False,
+                              writer=mode) for mode in ("thread", "process")]
+        for actor, kind, data in events:
+            for rec in recs:
+                rec.emit("sid", actor, kind, data)
+        for rec in recs:
+            rec.close()
+
+    trio.run(main, clock=trio.testing.MockClock())
+    thread, process = _lines(tmp_path / "thread.jsonl"), _lines(tmp_path / "process.jsonl")
+    assert len(process) == len(events) + 1 and thread[1:] == process[1:]
+    assert b'"id": 3,  "result"' in process[1 + 3]  # spacing kept: spliced, not re-encoded
+    assert orjson.loads(process[1 + 101])["msg"] == {"id": 7, "method": "x"}
+
+
+def test_a_batch_body_splices_to_the_encoders_lines_and_decodes_to_its_records() -> None:
+    from mcpactor.tracing.encode import encode_block
+    from mcpactor.tracing.redact import Redactor
+    from mcpactor.tracing.sink import decode_batch, splice_block
+
+    marker_text = "\x00abc123"
+    marker = orjson.Fragment(orjson.dumps(marker_text))
+    records = [
+        (1, 0.5, "s", "reader", "message_in", {"msg": b'{"id": 1}'}),
+        (2, 0.25, "s", "handler:1", "handler_started", {"id": 1, "method": "m"}),
+        (3, 0.125, "s", "writer", "message_out", {"msg": b'{"id":1,"result":{}}', "related": 1}),
+    ]
+    body = sinkclient.encode_batch([b'{"type":"header"}'], records, marker)
+    lines, block = splice_block(body, marker_text)
+    assert lines == [b'{"type":"header"}']
+    assert block == encode_block(records, Redactor())  # the bytes, without decoding
+    _, decoded = decode_batch(body, marker_text)
+    assert [tuple(r) for r in decoded] == records
+    # A message holding a line break cannot be spliced: the sink re-encodes that batch.
+    pretty = [(1, 0.5, "s", "reader", "message_in", {"msg": b'{\n"id": 1}'})]
+    assert splice_block(sinkclient.encode_batch([], pretty, marker), marker_text)[1] is None
