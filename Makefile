@@ -36,6 +36,7 @@ conformance: setup
 	scripts/conformance.sh install
 	scripts/conformance-server.sh
 	MCPACTOR_HTTP_SERVER=hypercorn scripts/conformance-server.sh
+	MCPACTOR_SSE_RESPONSE=1 scripts/conformance-server.sh
 	scripts/conformance-client.sh
 	scripts/conformance-auth.sh
 

@@ -448,11 +448,17 @@ def main() -> None:
         "--http-server", choices=["h11", "hypercorn"], default=None,
         help="which HTTP server runs the ASGI app (default: the built-in h11 one)",
     )
+    parser.add_argument(
+        "--sse-response", action="store_true",
+        help="answer every POST with an SSE stream (default: JSON unless the handler streams)",
+    )
     args = parser.parse_args()
     if args.transport == "stdio":
         server.run(transport="stdio")
     else:
-        options = {"http_server": args.http_server} if args.http_server else {}
+        options: dict[str, object] = {"http_server": args.http_server} if args.http_server else {}
+        if args.sse_response:
+            options["json_response"] = False
         server.run(transport="http", host=args.host, port=args.port, **options)
 
 

@@ -14,9 +14,12 @@ LOG="$(mktemp -t mcpactor-conformance-server.XXXXXX.log)"
 PORT="$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
 URL="http://127.0.0.1:$PORT/mcp"
 
-# MCPACTOR_HTTP_SERVER=hypercorn runs the same ASGI app on hypercorn's Trio worker.
+# MCPACTOR_HTTP_SERVER=hypercorn runs the same ASGI app on hypercorn's Trio worker;
+# MCPACTOR_SSE_RESPONSE=1 answers every POST with an SSE stream (quick calls otherwise
+# get JSON, and the suite's checks of SSE answers would not run).
 "$PY" "$ROOT/examples/everything_server.py" --transport http --host 127.0.0.1 --port "$PORT" \
-    ${MCPACTOR_HTTP_SERVER:+--http-server "$MCPACTOR_HTTP_SERVER"} >"$LOG" 2>&1 &
+    ${MCPACTOR_HTTP_SERVER:+--http-server "$MCPACTOR_HTTP_SERVER"} \
+    ${MCPACTOR_SSE_RESPONSE:+--sse-response} >"$LOG" 2>&1 &
 SERVER_PID=$!
 cleanup() {
     if kill -0 "$SERVER_PID" 2>/dev/null; then
