@@ -80,7 +80,7 @@ def embeddable(data: bytes) -> Any:
 #: newline. ``,\n,`` can then only be a separator: valid JSON never has two commas in a
 #: row, orjson escapes newlines inside strings, and embedded messages hold none
 #: (:func:`embeddable`).
-_SEPARATOR = orjson.Fragment(b"\n")
+EVENT_SEPARATOR = orjson.Fragment(b"\n")
 
 
 def _encode_clean(records: list[Record]) -> bytes | None:
@@ -90,7 +90,7 @@ def _encode_clean(records: list[Record]) -> bytes | None:
     # (messages anywhere but under ``msg`` included: encode_events writes their repr).
     if not records:
         return b""
-    sep = _SEPARATOR
+    sep = EVENT_SEPARATOR
     fragment = orjson.Fragment
     items: list[Any] = []
     append = items.append

@@ -50,9 +50,6 @@ from mcpactor.tracing.tracer import EncodedMessage
 OP_OPEN, OP_DATA, OP_CLOSE = 1, 2, 3
 FRAME = struct.Struct("<BII")
 BATCH = struct.Struct("<III")
-#: Between the events of a ``DATA`` array: a bare newline item, so that ``,\n,`` only
-#: ever stands between two events (orjson escapes newlines inside strings).
-EVENT_SEPARATOR = orjson.Fragment(b"\n")
 
 
 class _Trace:

@@ -38,11 +38,16 @@ from typing import IO, Any
 import orjson
 
 import mcpactor
-from mcpactor.tracing.encode import Record, encode_block, encode_records, jsonable
+from mcpactor.tracing.encode import (
+    EVENT_SEPARATOR,
+    Record,
+    encode_block,
+    encode_records,
+    jsonable,
+)
 from mcpactor.tracing.redact import Redactor
 from mcpactor.tracing.sink import (
     BATCH,
-    EVENT_SEPARATOR,
     FRAME,
     OP_CLOSE,
     OP_DATA,

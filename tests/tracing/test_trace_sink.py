@@ -62,21 +62,30 @@ def _same_header(a: bytes, b: bytes) -> None:
     assert ha == hb
 
 
-def test_process_writer_writes_the_thread_writers_bytes(tmp_path: Path) -> None:
-    events = _events()
+def _record_both(
+    tmp_path: Path, events: list[tuple[str, str, dict[str, Any]]]
+) -> tuple[list[bytes], list[bytes]]:
+    """Record ``events`` with the thread writer and with the sink, the same data at the
+    same (virtual) instant; the lines of both files."""
 
     async def main() -> None:
         recs = [JsonlRecorder(tmp_path / f"{mode}.jsonl", _header(), apply_header_seeds=False,
                               writer=mode) for mode in ("thread", "process")]
         assert [r.writer for r in recs] == ["thread", "process"]
         for actor, kind, data in events:
-            for rec in recs:  # the same data, the same (virtual) instant
+            for rec in recs:
                 rec.emit("sid", actor, kind, data)
         for rec in recs:
             rec.close()
 
     trio.run(main, clock=trio.testing.MockClock())
-    thread, process = _lines(tmp_path / "thread.jsonl"), _lines(tmp_path / "process.jsonl")
+    return _lines(tmp_path / "thread.jsonl"), _lines(tmp_path / "process.jsonl")
+
+
+def test_process_writer_writes_the_thread_writers_bytes(tmp_path: Path) -> None:
+    events = _events()
+
+    thread, process = _record_both(tmp_path, events)
     assert len(thread) == len(events) + 1
     _same_header(thread[0], process[0])
     assert thread[1:] == process[1:]
@@ -231,17 +240,7 @@ def test_a_sink_that_falls_behind_gets_batches_encoded_here(
     monkeypatch.setattr(sinkclient, "ENCODE_HERE_AFTER", 0)
     events = _events()
 
-    async def main() -> None:
-        recs = [JsonlRecorder(tmp_path / f"{mode}.jsonl", _header(), apply_header_seeds=False,
-                              writer=mode) for mode in ("thread", "process")]
-        for actor, kind, data in events:
-            for rec in recs:
-                rec.emit("sid", actor, kind, data)
-        for rec in recs:
-            rec.close()
-
-    trio.run(main, clock=trio.testing.MockClock())
-    thread, process = _lines(tmp_path / "thread.jsonl"), _lines(tmp_path / "process.jsonl")
+    thread, process = _record_both(tmp_path, events)
     assert thread[1:] == process[1:] and len(process) == len(events) + 1
     assert SECRET.encode() not in b"".join(process)
 
@@ -292,17 +291,7 @@ def test_clean_batches_are_spliced_and_still_match_the_thread_writer(tmp_path: P
     events.insert(100, ("reader", "message_in", {"msg": b'{\n  "id": 7,\r\n  "method": "x"\n}'}))
     events.insert(5, ("handler:1", "handler_started", {"id": 1, "method": "tools/call"}))
 
-    async def main() -> None:
-        recs = [JsonlRecorder(tmp_path / f"{mode}.jsonl", _header(), apply_header_seeds=False,
-                              writer=mode) for mode in ("thread", "process")]
-        for actor, kind, data in events:
-            for rec in recs:
-                rec.emit("sid", actor, kind, data)
-        for rec in recs:
-            rec.close()
-
-    trio.run(main, clock=trio.testing.MockClock())
-    thread, process = _lines(tmp_path / "thread.jsonl"), _lines(tmp_path / "process.jsonl")
+    thread, process = _record_both(tmp_path, events)
     assert len(process) == len(events) + 1 and thread[1:] == process[1:]
     assert b'"id": 3,  "result"' in process[1 + 3]  # spacing kept: spliced, not re-encoded
     assert orjson.loads(process[1 + 101])["msg"] == {"id": 7, "method": "x"}
