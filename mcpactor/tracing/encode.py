@@ -15,14 +15,16 @@ from mcpactor.tracing.redact import REDACTED, Redactor
 from mcpactor.tracing.tracer import EncodedMessage
 
 #: One event as ``emit`` stores it: seq, t, session, actor, kind, data. A tuple, not a
-#: dict: building the event's dict is left to whoever encodes it, off the Trio thread.
+#: dict: building the event's dict is left to whoever encodes it. ``t`` is seconds as
+#: the float nearest a whole number of nanoseconds (the recorder divides an integer
+#: nanosecond reading by 1e9), so it prints in at most nine decimals as it is.
 Record = tuple[int, float, str, str, str, dict[str, Any]]
 
 _PLAIN_TYPES = (int, float, bool, type(None))
 #: Keys every event has, set by the runtime itself: never secrets, never scanned.
 _STRUCTURAL = frozenset({"seq", "t", "session", "actor", "kind"})
 #: Event kinds whose fields are ids, counters, durations and protocol outcomes only.
-_NO_FREE_TEXT = frozenset({
+NO_FREE_TEXT = frozenset({
     "handler_started", "handler_finished", "timer_set", "timer_reset", "timer_fired",
     "actor_started", "actor_stopped", "progress_dropped", "session_started",
     "transport_opened", "draining",
@@ -36,9 +38,7 @@ def to_events(records: list[Record]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     append = out.append
     for seq, t, session, actor, kind, data in records:
-        ev = {"seq": seq, "t": t, "session": session, "actor": actor, "kind": kind}
-        ev.update(data)
-        append(ev)
+        append({"seq": seq, "t": t, "session": session, "actor": actor, "kind": kind, **data})
     return out
 
 
@@ -97,8 +97,7 @@ def _encode_clean(records: list[Record]) -> bytes | None:
     for seq, t, session, actor, kind, data in records:
         if "raw" in data:
             return None
-        ev = {"seq": seq, "t": round(t, 9), "session": session, "actor": actor, "kind": kind}
-        ev.update(data)
+        ev = {"seq": seq, "t": t, "session": session, "actor": actor, "kind": kind, **data}
         msg = ev.get("msg")
         if msg.__class__ is bytes:
             ev["msg"] = (fragment(msg) if b"\n" not in msg and b"\r" not in msg
@@ -122,11 +121,8 @@ def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[byte
     is_secret_key = redactor.is_secret_key
     might_hold = redactor.might_hold_secret
     for ev in events:
-        t = ev.get("t")
-        if type(t) is float:
-            ev["t"] = round(t, 9)
         kind = ev.get("kind")
-        if kind in _NO_FREE_TEXT:
+        if kind in NO_FREE_TEXT:
             # Identifiers, counters and outcomes only: nothing there can be a secret.
             out.append(dumps(ev))
             continue

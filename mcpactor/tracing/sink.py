@@ -8,9 +8,11 @@ Protocol. Frames on stdin: ``<op:u8><channel:u32><length:u32>`` then ``length`` 
 
 - ``OPEN``: JSON ``{"path": ..., "keys": [...]}``: append a trace to ``path`` (which the
   recording process has already created empty), redacting ``keys``;
-- ``DATA``: a batch: ``<json length:u32><lines:u32><blobs:u32>``, the JSON array of
-  events (each the object its line will be, ``{"seq", "t", "session", "actor", "kind",
-  ...data}``, with a bare newline item after each), the blob lengths (native u32s),
+- ``DATA``: a batch: ``<json length:u32><lines:u32><blobs:u32><flags:u32>``
+  (``FREE_TEXT``: an event other than a message event may hold free text), the JSON
+  array of events (each the object its line will be, ``{"seq", "t", "session",
+  "actor", "kind", ...data}``, with a bare newline item after each), the blob lengths
+  (native u32s),
   then the blobs: first ``lines`` already-encoded lines (the header), then the bytes of
   every traced message, in the order the JSON refers to them. A message stands in the
   JSON as the string ``"\\u0000" + NONCE``: carried beside the JSON rather than inside
@@ -18,7 +20,8 @@ Protocol. Frames on stdin: ``<op:u8><channel:u32><length:u32>`` then ``length`` 
   their spacing). A batch with nothing to redact is written by splicing bytes: the
   messages put where the marker stands, the separators turned into line ends; only a
   batch that may hold a secret (or a message holding a line break) is decoded and
-  encoded again;
+  encoded again. Unless ``FREE_TEXT`` is set, the secret scan reads only the messages:
+  every other field is then one the runtime wrote (ids, kinds, counters, outcomes);
 - ``CLOSE``: write nothing more, close the file.
 
 Answers on stdout, one JSON array per line: ``["A", channel, size, learned, error]``
@@ -49,7 +52,9 @@ from mcpactor.tracing.tracer import EncodedMessage
 
 OP_OPEN, OP_DATA, OP_CLOSE = 1, 2, 3
 FRAME = struct.Struct("<BII")
-BATCH = struct.Struct("<III")
+BATCH = struct.Struct("<IIII")
+#: A ``DATA`` flag: some event other than a message event may hold free text.
+FREE_TEXT = 1
 
 
 class _Trace:
@@ -71,11 +76,11 @@ class _Trace:
         return self.file.tell(), new
 
 
-def _parts(body: bytes) -> tuple[bytes, list[bytes], list[bytes]]:
-    # A DATA body's event array, header lines and messages.
-    json_len, n_lines, n_blobs = BATCH.unpack_from(body)
+def _parts(body: bytes) -> tuple[bytes, list[bytes], list[bytes], int]:
+    # A DATA body's event array, header lines, messages and flags.
+    json_len, n_lines, n_blobs, flags = BATCH.unpack_from(body)
     pos = BATCH.size
-    payload = memoryview(body)[pos : pos + json_len]
+    payload = body[pos : pos + json_len]
     pos += json_len
     lengths = array("I")
     lengths.frombytes(body[pos : pos + 4 * n_blobs])
@@ -84,35 +89,43 @@ def _parts(body: bytes) -> tuple[bytes, list[bytes], list[bytes]]:
     for n in lengths:
         blobs.append(body[pos : pos + n])
         pos += n
-    return bytes(payload), blobs[:n_lines], blobs[n_lines:]
+    return payload, blobs[:n_lines], blobs[n_lines:], flags
 
 
-def splice_block(body: bytes, marker: str) -> tuple[list[bytes], bytes | None]:
-    """The header lines of a ``DATA`` body, and its events as the lines to write, each
-    ending in a newline, made by putting the messages where the marker stands — or
-    None when that cannot give the right lines (a message holding a line break, a
-    marker that is not one of ours): then :func:`decode_batch` and the encoder."""
-    payload, lines, messages = _parts(body)
+def splice_block(body: bytes, marker: str) -> tuple[list[bytes], bytes | None, bytes]:
+    """The header lines of a ``DATA`` body; its events as the lines to write, each ending
+    in a newline, made by putting the messages where the marker stands — or None when
+    that cannot give the right lines (a message holding a line break, a marker that is
+    not one of ours): then :func:`decode_batch` and the encoder; and what the secret
+    scan must read: the whole block, or only the messages when the body says that
+    nothing else can hold free text."""
+    payload, lines, messages, flags = _parts(body)
     if payload == b"[]":
-        return lines, b""
-    pieces = payload[1:-3].split(orjson.dumps(marker))  # [A,\n,B,\n] -> A,\n,B
+        return lines, b"", b""
+    # Every pass over the bytes counts here: one-byte membership tests (memchr) are
+    # nearly free, anything else costs about a nanosecond a byte.
+    everything = b"".join(messages)
+    if b"\n" in everything or b"\r" in everything:
+        return lines, None, b""  # a raw line break inside a message: re-encode it
+    # [A,\n,B,\n] -> A\nB, on the events alone: the separators can only stand between
+    # events (see encode.EVENT_SEPARATOR).
+    pieces = payload[1:-3].replace(b",\n,", b"\n").split(orjson.dumps(marker))
     if len(pieces) != len(messages) + 1:
-        return lines, None
+        return lines, None, b""
     joined: list[bytes] = [pieces[0]]
     add = joined.append
     for message, piece in zip(messages, pieces[1:], strict=True):
         add(message)
         add(piece)
-    block = b"".join(joined).replace(b",\n,", b"\n") + b"\n"
-    if block.count(b"\n") != payload.count(b",\n,") + 1 or b"\r" in block:
-        return lines, None  # a raw line break inside a message: re-encode it
-    return lines, block
+    add(b"\n")
+    block = b"".join(joined)
+    return lines, block, block if flags & FREE_TEXT else everything
 
 
 def decode_batch(body: bytes, marker: str) -> tuple[list[bytes], list[Record]]:
     """The header lines and the records of a ``DATA`` body, messages as bytes (under
     ``msg``) or EncodedMessage (anywhere else)."""
-    payload, lines, messages = _parts(body)
+    payload, lines, messages, _ = _parts(body)
     # [A,\n,B,\n] -> [A,B]: the separators only ever stand between events.
     events = orjson.loads(payload[:-3].replace(b",\n,", b",") + b"]" if payload != b"[]"
                           else payload)
@@ -169,8 +182,8 @@ def serve(inp: IO[bytes], out: IO[bytes], nonce: str) -> None:
                         reply = ["E", channel, -1, repr(exc)]
                 elif op == OP_DATA:
                     trace = traces[channel]
-                    lines, block = splice_block(body, marker)
-                    if block is None or trace.redactor.batch_might_hold_secret(block):
+                    lines, block, scan = splice_block(body, marker)
+                    if block is None or trace.redactor.batch_might_hold_secret(scan):
                         lines, records = decode_batch(body, marker)
                         block = encode_block(records, trace.redactor)
                     size, learned = trace.write(lines, block)

@@ -40,6 +40,7 @@ import orjson
 import mcpactor
 from mcpactor.tracing.encode import (
     EVENT_SEPARATOR,
+    NO_FREE_TEXT,
     Record,
     encode_block,
     encode_records,
@@ -49,6 +50,7 @@ from mcpactor.tracing.redact import Redactor
 from mcpactor.tracing.sink import (
     BATCH,
     FRAME,
+    FREE_TEXT,
     OP_CLOSE,
     OP_DATA,
     OP_OPEN,
@@ -75,6 +77,9 @@ def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Frag
 
     The events go as the objects their lines will be, messages standing in as the
     marker: for a batch with nothing to redact, the sink's work is then splicing bytes.
+    The body also says whether any event outside the messages may hold free text; when
+    none does (most batches: messages, handler and timer events), the sink's secret scan
+    reads the messages alone.
     """
     blobs = list(prefix)
     append = blobs.append
@@ -82,12 +87,15 @@ def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Frag
     items: list[Any] = []
     add = items.append
     top = 0
+    free = False
     for seq, t, session, actor, kind, data in records:
-        ev = {"seq": seq, "t": round(t, 9), "session": session, "actor": actor, "kind": kind}
-        ev.update(data)
         if data.get("msg").__class__ in _MESSAGE_TYPES:
             top += 1
-        add(ev)
+            if kind not in _MESSAGE_KINDS or len(data) > 2:
+                free = True
+        elif kind not in NO_FREE_TEXT:
+            free = True
+        add({"seq": seq, "t": t, "session": session, "actor": actor, "kind": kind, **data})
         add(sep)
 
     def default(obj: Any) -> Any:
@@ -109,10 +117,15 @@ def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Frag
         # their repr, as the thread writer would write it.
         del blobs[len(prefix) :]
         body = orjson.dumps([_plain(i) for i in items], default=default)
+        free = True
     lengths = array("I", map(len, blobs)).tobytes()
-    return b"".join([BATCH.pack(len(body), len(prefix), len(blobs)), body, lengths, *blobs])
+    head = BATCH.pack(len(body), len(prefix), len(blobs), FREE_TEXT if free else 0)
+    return b"".join([head, body, lengths, *blobs])
 
 
+#: The kinds of message events: ``msg``, and ``related`` (the request id, which is in the
+#: message too) for the writer's.
+_MESSAGE_KINDS = frozenset({"message_in", "message_out"})
 #: What a traced message is: its bytes, or wrapped.
 _MESSAGE_TYPES = (bytes, EncodedMessage)
 

@@ -79,6 +79,40 @@ def test_header_and_events_follow_the_format(tmp_path: Path) -> None:
     assert out[-1]["msg"]["id"] == 1 and out[-1]["related"] == 1
 
 
+def _times(path: Path) -> list[bytes]:
+    import re
+
+    return re.findall(rb'"t":([^,]+),', b"\n".join(path.read_bytes().splitlines()[1:]))
+
+
+def test_event_times_are_whole_nanoseconds_in_at_most_nine_decimals(tmp_path: Path) -> None:
+    # A virtual clock: 0.25 s of sleep shows as such, not as a float's last bits.
+    path = tmp_path / "virtual.jsonl"
+    _record(path, [_msg({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                         "params": {"name": "slow", "arguments": {"steps": 1, "every": 0.25}}})])
+    times = _times(path)
+    assert times and all(len(t.partition(b".")[2]) <= 9 for t in times), times
+    assert max(map(float, times)) >= 0.25
+    # Trio's own clock, read in nanoseconds by the recorder: still nine decimals at most,
+    # and never running backwards.
+    path = tmp_path / "real.jsonl"
+
+    async def main() -> None:
+        rec = JsonlRecorder(path, TraceHeader(role="server", transport="x",
+                                              protocol_version="v"), apply_header_seeds=False)
+        for i in range(300):
+            rec.emit("s", "reader", "tick", {"i": i})
+            if i % 50 == 0:
+                await trio.sleep(0.001)
+        rec.close()
+
+    trio.run(main)
+    times = _times(path)
+    assert len(times) == 300 and all(len(t.partition(b".")[2]) <= 9 for t in times)
+    values = list(map(float, times))
+    assert values == sorted(values) and values[-1] >= 0.006
+
+
 def test_secrets_never_reach_the_trace_file_and_the_redaction_shows(tmp_path: Path) -> None:
     path = tmp_path / "secret.jsonl"
     _record(

@@ -22,7 +22,8 @@ def _records(extra: list[dict[str, Any]]) -> list[Record]:
         {},
         *extra,
     ]
-    return [(i + 1, 0.1 * i + 1e-12, "sid", "reader", f"kind{i % 3}", d)
+    # Times as the recorder makes them: whole nanoseconds divided by 1e9.
+    return [(i + 1, (100_000_001 * i + 7) / 1e9, "sid", "reader", f"kind{i % 3}", d)
             for i, d in enumerate(datas)]
 
 
