@@ -110,6 +110,10 @@ except ImportError:  # pragma: no cover - depends on Trio's internals
     _SYSTEM_CLOCK = None
 else:
     _SYSTEM_CLOCK = _TrioSystemClock
+#: Every this many events a recorder whose writer can encode ahead (the sink process's)
+#: hands them over to be encoded, and keeps only the bytes until the batch goes: the
+#: session pays for encoding in small steps rather than one long stall per batch.
+_STAGE_EVENTS = 32
 #: Kinds that complete the header (checked with one set lookup per event).
 _HEADER_KINDS = frozenset({"initialized", "session_started"})
 #: Kinds that need more than an append.
@@ -129,6 +133,7 @@ class _BufferedRecorder:
         self.header = attrs.evolve(header, redacted_keys=sorted(keys))
         self.redactor = Redactor(keys)
         self._events: list[Record] = []
+        self._staged = 0  # events handed to the writer ahead of their batch (_stage)
         self._seq = 0
         self._wall_origin = wall_origin
         self._origin = 0
@@ -168,7 +173,7 @@ class _BufferedRecorder:
 
     def _maybe_flush(self, kind: str) -> None:
         n = len(self._events)
-        if n >= _BATCH_EVENTS:
+        if n + self._staged >= _BATCH_EVENTS:
             self.flush()
         elif self._ready and (
             kind in _URGENT or (
@@ -177,6 +182,13 @@ class _BufferedRecorder:
             # Held back until the protocol version is known (it is negotiated a few events
             # in), unless the batch grows large first.
             self.flush()
+        elif n >= _STAGE_EVENTS and self._stage(self._events):
+            self._staged += n
+            self._events = []
+
+    def _stage(self, events: list[Record]) -> bool:
+        """Have ``events`` encoded ahead of their batch; False: they stay here."""
+        return False
 
     def _header_event(self, session: str, kind: str, data: dict[str, Any]) -> None:
         if kind == "initialized" and self.header.protocol_version is None:
@@ -226,6 +238,7 @@ class _BufferedRecorder:
                 self._start_clock()
             prefix.append(orjson.dumps(self.header.to_json(self._clock)))
         events, self._events = self._events, []
+        self._staged = 0
         self._last_handoff = time.monotonic()
         return prefix, events
 
@@ -284,10 +297,14 @@ class JsonlRecorder(_BufferedRecorder):
         self._writer = BackgroundWriter(file, lambda events: encode_block(events, redactor))
         self.writer = "thread"
 
+    def _stage(self, events: list[Record]) -> bool:
+        return self._writer.stage(events)
+
     def flush(self) -> None:
         """Hand buffered events to the writer."""
+        staged = self._staged
         prefix, events = self._take()
-        if prefix or events:
+        if prefix or events or staged:
             self._writer.submit(prefix, events)
 
     def close(self) -> None:

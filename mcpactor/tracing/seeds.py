@@ -8,6 +8,7 @@ applies them, and writes them in the trace header; replay applies the same seeds
 from __future__ import annotations
 
 import random
+import sys
 from typing import Any
 
 import trio
@@ -39,6 +40,9 @@ def clock_kind() -> str:
         clock = trio.lowlevel.current_clock()
     except RuntimeError:
         return "monotonic"
-    from trio.testing import MockClock
-
-    return "virtual" if isinstance(clock, MockClock) else "monotonic"
+    # A MockClock exists only once trio.testing is imported; importing it here would cost
+    # every recording process a second or so (it pulls in pytest, where installed).
+    testing = sys.modules.get("trio.testing")
+    if testing is None:
+        return "monotonic"
+    return "virtual" if isinstance(clock, testing.MockClock) else "monotonic"

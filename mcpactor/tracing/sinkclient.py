@@ -72,17 +72,22 @@ _F_SETPIPE_SZ = 1031  # Linux: a larger pipe lets the sink fall further behind u
 _PIPE_SIZE = 1 << 20
 
 
-def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Fragment) -> bytes:
-    """A ``DATA`` body (see :mod:`.sink`): one ``orjson.dumps`` for the whole batch.
+#: A part of a batch, encoded as it will travel: the events' JSON array (messages as the
+#: marker), the messages, and whether any other field may hold free text.
+Chunk = tuple[bytes, list[bytes], bool]
+
+
+def encode_chunk(records: list[Record], marker: orjson.Fragment) -> Chunk:
+    """Some events as a part of a ``DATA`` body (see :mod:`.sink`): one ``orjson.dumps``.
 
     The events go as the objects their lines will be, messages standing in as the
     marker: for a batch with nothing to redact, the sink's work is then splicing bytes.
-    The body also says whether any event outside the messages may hold free text; when
+    The chunk also says whether any event outside the messages may hold free text; when
     none does (most batches: messages, handler and timer events), the sink's secret scan
     reads the messages alone.
     """
-    blobs = list(prefix)
-    append = blobs.append
+    messages: list[bytes] = []
+    append = messages.append
     sep = EVENT_SEPARATOR
     items: list[Any] = []
     add = items.append
@@ -109,18 +114,36 @@ def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Frag
         raise TypeError
 
     try:
-        body = orjson.dumps(items, default=default)
+        payload = orjson.dumps(items, default=default)
     except TypeError:
-        body = None
-    if body is None or len(blobs) - len(prefix) != top:
+        payload = None
+    if payload is None or len(messages) != top:
         # Something orjson cannot encode, or a message elsewhere than under ``msg``:
         # their repr, as the thread writer would write it.
-        del blobs[len(prefix) :]
-        body = orjson.dumps([_plain(i) for i in items], default=default)
+        messages.clear()
+        payload = orjson.dumps([_plain(i) for i in items], default=default)
         free = True
+    return payload, messages, free
+
+
+def batch_body(prefix: list[bytes], chunks: list[Chunk]) -> bytes:
+    """A ``DATA`` body: the header lines ``prefix``, then the events of ``chunks``."""
+    if len(chunks) == 1:
+        payload, messages, free = chunks[0]
+    else:
+        # [A,\n,B,\n] + [C,\n] -> [A,\n,B,\n,C,\n]
+        payload = b"[" + b",".join([c[0][1:-1] for c in chunks if c[0] != b"[]"]) + b"]"
+        messages = [m for c in chunks for m in c[1]]
+        free = any(c[2] for c in chunks)
+    blobs = [*prefix, *messages]
     lengths = array("I", map(len, blobs)).tobytes()
-    head = BATCH.pack(len(body), len(prefix), len(blobs), FREE_TEXT if free else 0)
-    return b"".join([head, body, lengths, *blobs])
+    head = BATCH.pack(len(payload), len(prefix), len(blobs), FREE_TEXT if free else 0)
+    return b"".join([head, payload, lengths, *blobs])
+
+
+def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Fragment) -> bytes:
+    """A ``DATA`` body for ``records`` after the header lines ``prefix``."""
+    return batch_body(prefix, [encode_chunk(records, marker)])
 
 
 #: The kinds of message events: ``msg``, and ``related`` (the request id, which is in the
@@ -350,6 +373,8 @@ class ProcessWriter:
         self._local: Redactor | None = None  # for batches encoded here; knows _learned
         self._local_learned = 0
         self._encode_here = False
+        #: Events encoded ahead of their batch (see stage()), in order.
+        self._staged: list[Chunk] = []
         self._closed_ok = False
         self._fallback: BackgroundWriter | None = None
         self._channel = sink.register(self)
@@ -363,28 +388,57 @@ class ProcessWriter:
         """Whether this file's writing has fallen back to a thread of this process."""
         return self._fallback is not None
 
+    def stage(self, events: list[Record]) -> bool:
+        """Encode ``events`` now, to be sent with the next batch; False if not taken.
+
+        A recorder stages every few dozen events so that it holds few of them as
+        objects: a batch's worth of live tuples and dicts spreads the session's
+        allocations over memory the CPU cache then keeps missing, which cost more than
+        encoding itself. Encoded, a batch is a few bytes objects.
+        """
+        if self._fallback is not None or self._sink.dead or self._broken:
+            return False
+        try:
+            self._staged.append(encode_chunk(events, self._sink.marker))
+        except Exception as exc:
+            # Left with the recorder: submit() takes them the careful way.
+            self.error = exc
+            return False
+        return True
+
+    def _unstage(self) -> list[Record]:
+        # The staged events as records again (for a path that needs them: rare).
+        records: list[Record] = []
+        for chunk in self._staged:
+            records += decode_batch(batch_body([], [chunk]), self._sink.marker_text)[1]
+        self._staged = []
+        return records
+
     def submit(self, prefix: list[bytes], events: list[Record]) -> None:
-        """Send one batch to the sink (the one ``orjson.dumps`` happens here)."""
+        """Send one batch to the sink: the staged events, then ``events``."""
         if self._fallback is None and (self._sink.dead or self._broken):
             self._fall_back()
         if self._fallback is not None:
-            self._fallback.submit(prefix, events)
+            self._fallback.submit(prefix, self._unstage() + events)
             return
         try:
             if self._encode_here or len(self._pending) >= ENCODE_HERE_AFTER:
                 local = self._local_redactor()
-                body = encode_batch(prefix + encode_records(events, local), [],
-                                    self._sink.marker)
+                lines = encode_records(self._unstage() + events, local)
+                body = encode_batch(prefix + lines, [], self._sink.marker)
                 # A secret learned here is unknown to the sink, which would not hunt for
                 # it in later batches: from now on they are all encoded here.
                 self._encode_here = len(local.learned) > len(self._learned)
             else:
-                body = encode_batch(prefix, events, self._sink.marker)
+                if events:
+                    self._staged.append(encode_chunk(events, self._sink.marker))
+                body = batch_body(prefix, self._staged)
+                self._staged = []
         except Exception as exc:
             # Never into the session: this batch is encoded here and sent as lines.
             self.error = exc
-            body = encode_batch(prefix + encode_records(events, self._redactor()), [],
-                                self._sink.marker)
+            lines = encode_records(self._unstage() + events, self._redactor())
+            body = encode_batch(prefix + lines, [], self._sink.marker)
         if len(self._pending) >= MAX_PENDING:
             if not self._sink.wait_until(lambda: len(self._pending) < MAX_PENDING,
                                          CLOSE_TIMEOUT):
@@ -392,7 +446,7 @@ class ProcessWriter:
             if self._sink.dead:
                 self._fall_back()
                 assert self._fallback is not None
-                self._fallback.submit(prefix, events)
+                self._fallback.submit(*decode_batch(body, self._sink.marker_text))
                 return
         self._pending.append(body)
         self._sink.send(OP_DATA, self._channel, body)

@@ -54,7 +54,13 @@ class TraceWriter(Protocol):
     error: BaseException | None
 
     def submit(self, prefix: list[bytes], events: list[Record]) -> None:
-        """Queue already-encoded lines (the header) and events to encode."""
+        """Queue already-encoded lines (the header), the events staged so far and
+        ``events``, to be written in that order."""
+        ...
+
+    def stage(self, events: list[Record]) -> bool:
+        """Take ``events`` ahead of the batch they belong to (the recorder then lets go
+        of them), or return False to leave them with the recorder."""
         ...
 
     def close(self) -> None:
@@ -76,6 +82,10 @@ class BackgroundWriter:
     def submit(self, prefix: list[bytes], events: list[Record]) -> None:
         """Queue already-encoded lines (the header) and events to encode."""
         self._queue.put((prefix, events))
+
+    def stage(self, events: list[Record]) -> bool:
+        """Never: the thread encodes whole batches, off the Trio thread."""
+        return False
 
     def close(self) -> None:
         """Write everything queued, then close the file (blocks until done)."""

@@ -113,6 +113,27 @@ def test_event_times_are_whole_nanoseconds_in_at_most_nine_decimals(tmp_path: Pa
     assert values == sorted(values) and values[-1] >= 0.006
 
 
+def test_recording_with_trios_own_clock_does_not_import_trio_testing(tmp_path: Path) -> None:
+    # trio.testing pulls in pytest: a quarter of a second on every traced server's start.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, trio\n"
+        "from mcpactor.tracing import JsonlRecorder, TraceHeader\n"
+        "async def main():\n"
+        f"    r = JsonlRecorder({str(tmp_path / 'x.jsonl')!r}, TraceHeader(role='server',"
+        " transport='x', protocol_version='v'))\n"
+        "    r.emit('s', 'reader', 'tick', {})\n"
+        "    r.close()\n"
+        "trio.run(main)\n"
+        "assert 'trio.testing' not in sys.modules, 'imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    header = orjson.loads((tmp_path / "x.jsonl").read_bytes().splitlines()[0])
+    assert header["clock"]["kind"] == "monotonic"
+
+
 def test_secrets_never_reach_the_trace_file_and_the_redaction_shows(tmp_path: Path) -> None:
     path = tmp_path / "secret.jsonl"
     _record(

@@ -309,18 +309,22 @@ def test_a_batch_body_splices_to_the_encoders_lines_and_decodes_to_its_records()
         (2, 0.25, "s", "handler:1", "handler_started", {"id": 1, "method": "m"}),
         (3, 0.125, "s", "writer", "message_out", {"msg": b'{"id":1,"result":{}}', "related": 1}),
     ]
-    body = sinkclient.encode_batch([b'{"type":"header"}'], records, marker)
+    # Staged in chunks, sent as one body.
+    body = sinkclient.batch_body([b'{"type":"header"}'],
+                                 [sinkclient.encode_chunk(records[:1], marker),
+                                  sinkclient.encode_chunk([], marker),
+                                  sinkclient.encode_chunk(records[1:], marker)])
     lines, block, scan = splice_block(body, marker_text)
     assert lines == [b'{"type":"header"}']
     assert block == encode_block(records, Redactor())  # the bytes, without decoding
     # Nothing but messages and handler events: the secret scan reads the messages.
     assert scan == b'{"id": 1}{"id":1,"result":{}}'
+    _, decoded = decode_batch(body, marker_text)
+    assert [tuple(r) for r in decoded] == records
     # An event that may carry free text (an error's text, say) has the whole block read.
     noted = [*records, (4, 0.5, "s", "reader", "transport_broken", {"error": "Bearer x"})]
     _, block, scan = splice_block(sinkclient.encode_batch([], noted, marker), marker_text)
     assert scan == block and b"Bearer x" in block
-    _, decoded = decode_batch(body, marker_text)
-    assert [tuple(r) for r in decoded] == records
     # A message holding a line break cannot be spliced: the sink re-encodes that batch.
     pretty = [(1, 0.5, "s", "reader", "message_in", {"msg": b'{\n"id": 1}'})]
     assert splice_block(sinkclient.encode_batch([], pretty, marker), marker_text)[1] is None
