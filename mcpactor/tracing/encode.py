@@ -56,9 +56,9 @@ def encode_block(records: list[Record], redactor: Redactor) -> bytes:
     scan of the very bytes to be written proves that redaction would change nothing —
     the same bytes :func:`encode_events` would write, at a fraction of its cost.
     """
-    block = _encode_clean(records)
-    if block is not None and not redactor.batch_might_hold_secret(block):
-        return block
+    clean = _encode_clean(records)
+    if clean is not None and not redactor.batch_might_hold_secret(clean[1]):
+        return clean[0]
     lines = encode_events(to_events(records), redactor)
     return b"\n".join(lines) + b"\n" if lines else b""
 
@@ -83,34 +83,50 @@ def embeddable(data: bytes) -> Any:
 EVENT_SEPARATOR = orjson.Fragment(b"\n")
 
 
-def _encode_clean(records: list[Record]) -> bytes | None:
+#: The kinds of message events: ``msg``, and for the writer's ``related`` (the request
+#: id, which the message holds too).
+MESSAGE_KINDS = frozenset({"message_in", "message_out"})
+
+
+def _encode_clean(records: list[Record]) -> tuple[bytes, bytes] | None:
     # The lines of a batch without any redaction, from one orjson.dumps of the whole
-    # batch: ``[A,\n,B,\n]`` -> ``A\nB\n``. None for what needs encode_events:
+    # batch: ``[A,\n,B,\n]`` -> ``A\nB\n``; and what the secret scan must read: the
+    # messages alone when every other field is one the runtime wrote (message events,
+    # kinds without free text), else the lines. None for what needs encode_events:
     # undecodable input (``raw``, redacted by pattern) and anything orjson cannot encode
     # (messages anywhere but under ``msg`` included: encode_events writes their repr).
     if not records:
-        return b""
+        return b"", b""
     sep = EVENT_SEPARATOR
     fragment = orjson.Fragment
     items: list[Any] = []
     append = items.append
+    messages: list[bytes] = []
+    free = False
     for seq, t, session, actor, kind, data in records:
-        if "raw" in data:
-            return None
         ev = {"seq": seq, "t": t, "session": session, "actor": actor, "kind": kind, **data}
-        msg = ev.get("msg")
-        if msg.__class__ is bytes:
+        msg = data.get("msg")
+        cls = msg.__class__
+        if cls is bytes or cls is EncodedMessage:
+            if cls is EncodedMessage:
+                msg = msg.data
+            messages.append(msg)
             ev["msg"] = (fragment(msg) if b"\n" not in msg and b"\r" not in msg
                          else embeddable(msg))
-        elif msg.__class__ is EncodedMessage:
-            ev["msg"] = embeddable(msg.data)
+            if kind not in MESSAGE_KINDS or len(data) > 2:
+                free = True
+        elif kind not in NO_FREE_TEXT:
+            if "raw" in data:
+                return None
+            free = True
         append(ev)
         append(sep)
     try:
         body = orjson.dumps(items)
     except TypeError:
         return None
-    return body[1:-3].replace(b",\n,", b"\n") + b"\n"
+    block = body[1:-3].replace(b",\n,", b"\n") + b"\n"
+    return block, block if free else b"".join(messages)
 
 
 def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[bytes]:

@@ -33,10 +33,22 @@ def _slow(records: list[Record]) -> list[bytes]:
 
 def test_a_clean_batch_takes_the_scan_and_writes_the_same_bytes() -> None:
     records = _records([])
-    block = _encode_clean(records)
-    assert block is not None and not Redactor().batch_might_hold_secret(block)
+    clean = _encode_clean(records)
+    assert clean is not None
+    block, scan = clean
+    assert not Redactor().batch_might_hold_secret(block)
     assert block.splitlines() == _slow(records)
     assert encode_records(records, Redactor()) == _slow(records)
+    # kind0..kind2 are not kinds the runtime writes without free text: all is scanned.
+    assert scan == block
+    # Message events and handler events only: the scan reads the messages alone.
+    only = [(1, 0.0, "s", "reader", "message_in", {"msg": b'{"id":1}'}),
+            (2, 0.0, "s", "handler:1", "handler_started", {"id": 1, "method": "Bearer x"}),
+            (3, 0.0, "s", "writer", "message_out", {"msg": b'{"id":1,"result":{}}',
+                                                    "related": 1})]
+    clean = _encode_clean(only)
+    assert clean is not None and clean[1] == b'{"id":1}{"id":1,"result":{}}'
+    assert encode_records(only, Redactor()) == _slow(only)
 
 
 def test_batches_with_secrets_or_odd_values_take_the_full_path() -> None:
