@@ -105,7 +105,7 @@ def _encode_clean(records: list[Record]) -> tuple[bytes, bytes] | None:
     free = False
     for seq, t, session, actor, kind, data in records:
         ev = {"seq": seq, "t": t, "session": session, "actor": actor, "kind": kind, **data}
-        msg = data.get("msg")
+        msg: Any = data.get("msg")
         cls = msg.__class__
         if cls is bytes or cls is EncodedMessage:
             if cls is EncodedMessage:
