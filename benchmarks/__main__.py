@@ -33,7 +33,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         prog="python -m benchmarks", description="mcpactor vs peers and ceilings"
     )
     p.add_argument("--quick", action="store_true", help="one short round (<1 min); what CI runs")
-    p.add_argument("--only", choices=["stdio", "http"], help="only this transport's workloads")
+    p.add_argument("--only", choices=["stdio", "http", "client"],
+                   help="only this transport's workloads (client: the client benchmarks)")
     p.add_argument("--workloads", help="comma-separated workload names (default: all)")
     p.add_argument("--servers", help="comma-separated server names (default: all)")
     p.add_argument("--rounds", type=int, help="rounds (default 3, quick 1)")
@@ -73,7 +74,14 @@ def main(argv: list[str] | None = None) -> None:
         if unknown:
             sys.exit(f"unknown workloads: {', '.join(sorted(unknown))}")
         WORKLOADS[:] = [w for w in WORKLOADS if w.name in wanted]
-    run(cfg)
+    report = run(cfg)
+    # A smoke test that cannot fail is no test: mcpactor's own rows must all have run.
+    # (A peer's failure is reported in its row and left to the reader.)
+    roles = {s.name: s.role for s in SERVERS}
+    broken = sorted({f"{r['workload']} / {r['server']}" for r in report["runs"]
+                     if not r.get("ok") and roles.get(r["server"]) in ("subject", "variant")})
+    if broken:
+        sys.exit(f"mcpactor failed in: {', '.join(broken)} (see the table and the JSON)")
 
 
 if __name__ == "__main__":

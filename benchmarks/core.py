@@ -23,9 +23,12 @@ from benchmarks.drivers.pipe_client import BenchError, PipeSession
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVERS_DIR = Path(__file__).resolve().parent / "servers"
+CLIENTS_DIR = Path(__file__).resolve().parent / "clients"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 HOST = "127.0.0.1"
 SUBJECT = "mcpactor"
+#: The subject of the client workloads (transport ``client``): mcpactor's client.
+CLIENT_SUBJECT = "mcpactor_client"
 
 
 @dataclass
@@ -67,7 +70,9 @@ class ServerSpec:
     """A server under test: its role and how to launch it per transport."""
 
     name: str
-    role: str  # "subject" | "variant" (the subject in another setting) | "peer" | "ceiling"
+    #: "subject" | "variant" (the subject in another setting) | "peer" | "ceiling"; the
+    #: clients (transport ``client``) are "subject" and "peer" of their own workloads.
+    role: str
     commands: dict[str, list[str]]
     note: str = ""
     #: Only these workloads run against it (None: all of its transports').
@@ -127,6 +132,24 @@ SERVERS: list[ServerSpec] = [
             "http_sse": ["{python}", "{servers}/echo_fastmcp.py", "http", "{port}", "--sse"],
         },
         "fastmcp 4.1.2; HTTP: uvicorn",
+    ),
+    ServerSpec(
+        CLIENT_SUBJECT,
+        "subject",
+        {"client": ["{python}", "{clients}/client_mcpactor.py"]},
+        "mcpactor.connect_stdio / connect_http",
+    ),
+    ServerSpec(
+        "sdk_client",
+        "peer",
+        {"client": ["{python}", "{clients}/client_sdk.py"]},
+        "mcp 2.3.0 ClientSession (its 2025-11-25 handshake)",
+    ),
+    ServerSpec(
+        "fastmcp_client",
+        "peer",
+        {"client": ["{python}", "{clients}/client_fastmcp.py"]},
+        "fastmcp 4.1.2 Client",
     ),
     ServerSpec(
         "bare_pipe_blocking",
@@ -282,6 +305,7 @@ class Target:
             "python": sys.executable,
             "mcpactor": str(Path(sys.executable).with_name("mcpactor")),
             "servers": str(SERVERS_DIR),
+            "clients": str(CLIENTS_DIR),
             "port": str(port),
             "tmp": self.scratch(),
         }
@@ -308,7 +332,8 @@ class Target:
                 )
             except Exception as exc:
                 self._stdio = exc
-        for key in sorted(needs - {"stdio"}):
+        # Client workloads start their own processes (a client and its minimal server).
+        for key in sorted(needs - {"stdio", "client"}):
             transport = key.split("@", 1)[0]
             if not self.supports(transport) or key in self._http:
                 continue

@@ -31,7 +31,8 @@ __all__ = ["SERVERS", "WORKLOADS", "Config", "Target", "run", "run_rounds", "wor
 def _selected(cfg: Config) -> tuple[list[ServerSpec], list[Workload]]:
     servers = [s for s in SERVERS if cfg.servers is None or s.name in cfg.servers]
     only = {"http": ("http", "http_sse")}.get(cfg.only or "", (cfg.only,))
-    workloads = [w for w in WORKLOADS if cfg.only is None or w.transport in only]
+    workloads = [w for w in WORKLOADS if (cfg.only is None or w.transport in only)
+                 and (w.quick or not cfg.quick)]
     return servers, workloads
 
 

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchmarks.core import SERVERS
+from benchmarks.core import CLIENT_SUBJECT, SERVERS
 from benchmarks.workloads import WORKLOADS
 
 _METRICS = (
@@ -65,11 +65,13 @@ def ratios(summary: list[dict[str, Any]], subject: str) -> list[dict[str, Any]]:
     by = {(r["workload"], r["server"]): r for r in summary}
     roles = {s.name: s.role for s in SERVERS}
     lower = {w.name for w in WORKLOADS if w.lower_is_better}
+    subjects = {w.name: w.subject or subject for w in WORKLOADS}
     out = []
     for r in summary:
-        if r["server"] == subject:
+        mine_name = subjects.get(r["workload"], subject)
+        if r["server"] == mine_name:
             continue
-        mine = by.get((r["workload"], subject))
+        mine = by.get((r["workload"], mine_name))
         tput = p99 = None
         if mine and mine.get("calls_per_s") and r.get("calls_per_s"):
             tput = mine["calls_per_s"] / r["calls_per_s"]
@@ -127,7 +129,8 @@ def format_table(
             line += f"  ({r['note']})"
         lines.append(line)
     lines += ["", f"{subject} / others (rate x, p99 x; ceilings are upper bounds; "
-                  "for KB/session lower is better):"]
+                  "for KB/session lower is better; client_* workloads: "
+                  f"{CLIENT_SUBJECT} / the other clients):"]
     if not any(q["throughput_ratio"] for q in ratio_rows):
         lines.append(f"  n/a: {subject} has no successful runs")
         return "\n".join(lines)

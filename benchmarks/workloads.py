@@ -29,7 +29,17 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks.core import ROOT, Config, Target, server_env, with_stderr
+from benchmarks.core import (
+    CLIENT_SUBJECT,
+    ROOT,
+    SERVERS_DIR,
+    Config,
+    HttpServerProcess,
+    Target,
+    free_port,
+    server_env,
+    with_stderr,
+)
 from benchmarks.drivers import http_client
 from benchmarks.drivers.pipe_client import (
     BenchError,
@@ -53,6 +63,10 @@ class Workload:
     #: A process of its own (``"<transport>@<instance>"``), started with the round's others.
     instance: str | None = None
     lower_is_better: bool = False
+    #: Whose row the others are divided by (None: the run's subject, mcpactor's server).
+    subject: str | None = None
+    #: Part of ``--quick`` (which must stay under a minute).
+    quick: bool = True
 
     @property
     def needs(self) -> str:
@@ -65,12 +79,15 @@ WORKLOADS: list[Workload] = []
 
 def workload(
     name: str, *, transport: str, unit: str = "calls/s", servers: set[str] | None = None,
-    instance: str | None = None, lower_is_better: bool = False,
+    instance: str | None = None, lower_is_better: bool = False, subject: str | None = None,
+    quick: bool = True,
 ) -> Callable[[WorkloadFn], WorkloadFn]:
     """Register ``fn`` as a workload; the table lists workloads in registration order."""
 
     def register(fn: WorkloadFn) -> WorkloadFn:
-        WORKLOADS.append(Workload(name, transport, fn, unit, servers, instance, lower_is_better))
+        WORKLOADS.append(
+            Workload(name, transport, fn, unit, servers, instance, lower_is_better, subject,
+                     quick))
         return fn
 
     return register
@@ -194,6 +211,62 @@ def http_idle_memory(target: Target, cfg: Config) -> Measurement:
         extra={"rss_before_kb": before / 1024, "rss_after_kb": after / 1024,
                "note": f"{kb:.1f} KB/session over {cfg.idle_sessions}"},
     )
+
+
+# -- clients ---------------------------------------------------------------------------
+# Each client library against the same minimal server (a bare ceiling server, a few
+# microseconds a call): what is left is the client's cost. "drv us" is the client's CPU.
+# Every measurement starts a client process (the peers import for a second or two), so
+# --quick keeps only the first.
+
+
+def _client(target: Target, cfg: Config, over: str, inflight: int) -> Measurement:
+    server: HttpServerProcess | None = None
+    try:
+        if over == "stdio":
+            where = ["--stdio", sys.executable, str(SERVERS_DIR / "bare_pipe_blocking.py")]
+        else:
+            port = free_port()
+            server = HttpServerProcess(
+                [sys.executable, str(SERVERS_DIR / "bare_h11_trio.py"), str(port)], port,
+                target.stderr_path("client-server"))
+            server.wait_ready()
+            where = ["--url", f"http://127.0.0.1:{port}/mcp"]
+        argv = [*target.command("client"), "--inflight", str(inflight),
+                "--duration", str(cfg.duration), "--warmup", str(cfg.warmup), *where]
+        with open(target.stderr_path("client"), "wb") as err:
+            proc = subprocess.run(argv, cwd=ROOT, env=server_env(), stdout=subprocess.PIPE,
+                                  stderr=err, timeout=cfg.duration + cfg.warmup + 90)
+    finally:
+        if server is not None:
+            server.close()
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise BenchError(with_stderr(f"client exited with {proc.returncode}",
+                                     target.stderr_path("client")))
+    out = orjson.loads(proc.stdout.strip().splitlines()[-1])
+    return Measurement(
+        calls=out["calls"], seconds=out["seconds"], calls_per_s=out["calls_per_s"],
+        p50_us=out["p50_us"], p99_us=out["p99_us"], protocol_version=out["protocol_version"],
+        driver_cpu_us_per_call=out["client_cpu_us_per_call"],
+    )
+
+
+@workload("client_stdio_seq", transport="client", subject=CLIENT_SUBJECT)
+def client_stdio_seq(target: Target, cfg: Config) -> Measurement:
+    """The client spawns the bare pipe server and calls echo, one call in flight."""
+    return _client(target, cfg, "stdio", 1)
+
+
+@workload("client_stdio_conc", transport="client", subject=CLIENT_SUBJECT, quick=False)
+def client_stdio_conc(target: Target, cfg: Config) -> Measurement:
+    """The same with 20 calls in flight from concurrent tasks of the client."""
+    return _client(target, cfg, "stdio", 20)
+
+
+@workload("client_http_seq", transport="client", subject=CLIENT_SUBJECT, quick=False)
+def client_http_seq(target: Target, cfg: Config) -> Measurement:
+    """The client against the bare h11 server over Streamable HTTP, one call in flight."""
+    return _client(target, cfg, "http", 1)
 
 
 # -- trace replay ----------------------------------------------------------------------

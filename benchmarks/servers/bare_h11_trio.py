@@ -67,8 +67,12 @@ async def _handle(stream: trio.SocketStream) -> None:
             elif isinstance(event, h11.ConnectionClosed):
                 return
         assert request is not None
-        if request.method != b"POST" or request.target.split(b"?")[0] != b"/mcp":
+        if request.target.split(b"?")[0] != b"/mcp":
             await _reply(stream, conn, 404)
+        elif request.method != b"POST":
+            # No GET stream, no session to delete: what a JSON-only server answers, and
+            # what lets real clients (the client benchmarks) carry on.
+            await _reply(stream, conn, 405, extra=[(b"allow", b"POST")])
         else:
             try:
                 msg = orjson.loads(body)
