@@ -40,6 +40,7 @@ import orjson
 import mcpactor
 from mcpactor.tracing.encode import (
     EVENT_SEPARATOR,
+    MESSAGE_KINDS,
     NO_FREE_TEXT,
     Record,
     encode_block,
@@ -84,7 +85,8 @@ def encode_chunk(records: list[Record], marker: orjson.Fragment) -> Chunk:
     marker: for a batch with nothing to redact, the sink's work is then splicing bytes.
     The chunk also says whether any event outside the messages may hold free text; when
     none does (most batches: messages, handler and timer events), the sink's secret scan
-    reads the messages alone.
+    reads the messages alone (the same rule as the in-process encoder's, in
+    :mod:`.encode`).
     """
     messages: list[bytes] = []
     append = messages.append
@@ -96,7 +98,7 @@ def encode_chunk(records: list[Record], marker: orjson.Fragment) -> Chunk:
     for seq, t, session, actor, kind, data in records:
         if data.get("msg").__class__ in _MESSAGE_TYPES:
             top += 1
-            if kind not in _MESSAGE_KINDS or len(data) > 2:
+            if kind not in MESSAGE_KINDS or len(data) > 2:
                 free = True
         elif kind not in NO_FREE_TEXT:
             free = True
@@ -146,9 +148,6 @@ def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Frag
     return batch_body(prefix, [encode_chunk(records, marker)])
 
 
-#: The kinds of message events: ``msg``, and ``related`` (the request id, which is in the
-#: message too) for the writer's.
-_MESSAGE_KINDS = frozenset({"message_in", "message_out"})
 #: What a traced message is: its bytes, or wrapped.
 _MESSAGE_TYPES = (bytes, EncodedMessage)
 
@@ -391,10 +390,10 @@ class ProcessWriter:
     def stage(self, events: list[Record]) -> bool:
         """Encode ``events`` now, to be sent with the next batch; False if not taken.
 
-        A recorder stages every few dozen events so that it holds few of them as
-        objects: a batch's worth of live tuples and dicts spreads the session's
-        allocations over memory the CPU cache then keeps missing, which cost more than
-        encoding itself. Encoded, a batch is a few bytes objects.
+        A recorder stages every few dozen events: the session then pays for encoding in
+        short steps instead of one stall per batch (with one call in flight, the call
+        during which a whole batch was encoded waited for all of it: the p99), and holds
+        bytes rather than a batch's worth of live tuples and dicts.
         """
         if self._fallback is not None or self._sink.dead or self._broken:
             return False
