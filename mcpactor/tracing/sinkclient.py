@@ -429,9 +429,10 @@ class ProcessWriter:
                 # it in later batches: from now on they are all encoded here.
                 self._encode_here = len(local.learned) > len(self._learned)
             else:
-                if events:
-                    self._staged.append(encode_chunk(events, self._sink.marker))
-                body = batch_body(prefix, self._staged)
+                # Staged chunks are let go only once the body exists: should anything here
+                # raise, the careful path below takes them with ``events``, once each.
+                last = [encode_chunk(events, self._sink.marker)] if events else []
+                body = batch_body(prefix, self._staged + last)
                 self._staged = []
         except Exception as exc:
             # Never into the session: this batch is encoded here and sent as lines.

@@ -328,3 +328,30 @@ def test_a_batch_body_splices_to_the_encoders_lines_and_decodes_to_its_records()
     # A message holding a line break cannot be spliced: the sink re-encodes that batch.
     pretty = [(1, 0.5, "s", "reader", "message_in", {"msg": b'{\n"id": 1}'})]
     assert splice_block(sinkclient.encode_batch([], pretty, marker), marker_text)[1] is None
+
+
+def test_a_batch_that_fails_to_encode_goes_the_careful_way_with_each_event_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.jsonl"
+    rec = JsonlRecorder(path, TraceHeader(role="server", transport="x", protocol_version="v"),
+                        apply_header_seeds=False, writer="process")
+    real = sinkclient.batch_body
+    calls = 0
+
+    def fails_once(prefix: list[bytes], chunks: list[sinkclient.Chunk]) -> bytes:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("boom")
+        return real(prefix, chunks)
+
+    monkeypatch.setattr(sinkclient, "batch_body", fails_once)
+    for i in range(300):  # staged in 32s; the first batch (256) fails to encode
+        rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"i":%d}' % i),
+                                                "related": i})
+    rec.close()
+    lines = _lines(path)
+    assert [orjson.loads(x)["seq"] for x in lines[1:]] == list(range(1, 301))
+    assert orjson.loads(lines[-1])["msg"] == {"i": 299}
+    assert isinstance(rec._writer.error, RuntimeError) and calls > 1
