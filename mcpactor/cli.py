@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -53,6 +54,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if options and args.transport != "http":
         raise CliError("the HTTP options (--json-response, --sse-response, --server, "
                        "--stateless, --allow-*, --session-timeout) need --transport http")
+    if args.trace and args.transport == "stdio" and os.path.isdir(args.trace):
+        raise CliError(f"--trace {args.trace} is a folder: over stdio it takes a file "
+                       f"(e.g. {os.path.join(args.trace, 'session.jsonl')}); a folder of "
+                       "traces, one per session, is for --transport http")
     try:
         server.run(
             args.transport,

@@ -149,6 +149,21 @@ def test_cli_entry_point_mistakes_are_one_line_errors(target: str, message: str)
     assert proc.stdout == ""
 
 
+def test_cli_trace_path_mistakes_are_one_line_errors(tmp_path: Path) -> None:
+    # A folder over stdio (a folder is what --transport http takes), a path that cannot
+    # be created: one line naming the problem, exit 2, nothing on stdout.
+    for trace, message in ((str(tmp_path), "is a folder: over stdio it takes a file"),
+                           ("/proc/no/such/trace.jsonl", "cannot serve")):
+        proc = subprocess.run(
+            [sys.executable, "-m", "mcpactor.cli", "run", "tests/transports/stdio_server.py:server",
+             "--trace", trace],
+            capture_output=True, text=True, timeout=30, cwd=ROOT, check=False, input="",
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert message in proc.stderr and "Traceback" not in proc.stderr
+        assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
+
+
 def _init_line(version: str) -> bytes:
     return _line(
         {"jsonrpc": "2.0", "id": "init", "method": "initialize",
