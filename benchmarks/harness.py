@@ -22,7 +22,15 @@ import orjson
 
 from benchmarks.core import RESULTS_DIR, SERVERS, Config, ServerSpec, Target
 from benchmarks.drivers.pipe_client import BenchError
-from benchmarks.report import format_table, machine_info, ratios, summarize, write_chart
+from benchmarks.report import (
+    cpu_ticks,
+    format_table,
+    machine_info,
+    ratios,
+    steal_fraction,
+    summarize,
+    write_chart,
+)
 from benchmarks.workloads import WORKLOADS, Workload, workload
 
 __all__ = ["SERVERS", "WORKLOADS", "Config", "Target", "run", "run_rounds", "workload"]
@@ -91,14 +99,16 @@ def run(cfg: Config, *, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run everything, print the table, write JSON and the chart; returns the report."""
     started = _dt.datetime.now(_dt.UTC)
     t0 = time.perf_counter()
+    ticks = cpu_ticks()
     runs = run_rounds(cfg, log)
+    stolen = steal_fraction(ticks, cpu_ticks())
     summary = summarize(runs)
     ratio_rows = ratios(summary, cfg.subject)
     report = {
         "started": started.isoformat(timespec="seconds"),
         "wall_s": time.perf_counter() - t0,
         "config": {k: v for k, v in vars(cfg).items()},
-        "machine": machine_info(),
+        "machine": {**machine_info(), "steal_fraction": stolen},
         "servers": {s.name: {"role": s.role, "note": s.note} for s in SERVERS},
         "workloads": {w.name: {"transport": w.transport, "unit": w.unit,
                                "lower_is_better": w.lower_is_better} for w in WORKLOADS},
@@ -108,6 +118,9 @@ def run(cfg: Config, *, log: Callable[[str], None] = print) -> dict[str, Any]:
     }
     log("")
     log(format_table(summary, ratio_rows, cfg.subject))
+    if stolen is not None:
+        log(f"\nhypervisor steal during the run: {100 * stolen:.1f}% of CPU time"
+            + (" (a busy host: expect noisy figures)" if stolen > 0.05 else ""))
     RESULTS_DIR.mkdir(exist_ok=True)
     blob = orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
     stamp = started.strftime("%Y%m%dT%H%M%SZ")

@@ -182,6 +182,26 @@ def write_chart(summary: list[dict[str, Any]], path: Path, subject: str) -> None
     plt.close(fig)
 
 
+def cpu_ticks() -> tuple[int, int] | None:
+    """(steal, total) CPU ticks of the whole machine so far (Linux; None elsewhere).
+
+    Steal is time the hypervisor gave this VM's CPUs to someone else: a run during which
+    it is high measured a slower, noisier machine than the figures suggest."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (fields[7] if len(fields) > 7 else 0), sum(fields)
+
+
+def steal_fraction(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of CPU time stolen between two :func:`cpu_ticks` readings."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
+
+
 def machine_info() -> dict[str, Any]:
     """What the numbers were measured on."""
     model = platform.processor()
