@@ -62,13 +62,14 @@ from mcpactor.tracing.writer import BackgroundWriter
 
 #: How long close() waits for the sink to confirm a file complete before taking over.
 CLOSE_TIMEOUT = 10.0
-#: Batches a recorder may have sent and not seen written. Beyond, emit() waits for the
-#: sink: were it slower than the session for long, memory would grow without bound.
-MAX_PENDING = 128
+#: Batches (of up to 1,024 events) a recorder may have sent and not seen written.
+#: Beyond, emit() waits for the sink: were it slower than the session for long, memory
+#: would grow without bound.
+MAX_PENDING = 32
 #: Beyond this many unconfirmed batches the sink is falling behind (at idle priority on a
 #: busy machine it gets little CPU): batches are then encoded here and the sink only
 #: writes them, rather than making the session wait for it.
-ENCODE_HERE_AFTER = 16
+ENCODE_HERE_AFTER = 4
 _F_SETPIPE_SZ = 1031  # Linux: a larger pipe lets the sink fall further behind unnoticed
 _PIPE_SIZE = 1 << 20
 

@@ -128,11 +128,11 @@ def test_a_killed_sink_loses_no_event_and_leaks_no_learned_secret(
     sink = sinkclient._sink
     assert sink is not None
     assert sink.wait_until(lambda: not writer._pending, 10)  # the sink has learned SECRET
-    for i in range(700):  # some of these are in flight when the sink dies
+    for i in range(3000):  # batches of 1,024: one is just sent when the sink dies
         rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"j":%d}' % i),
                                                 "related": None})
         n += 1
-        if i == 500:
+        if i == 2050:
             os.kill(sink.proc.pid, signal.SIGKILL)
     rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(
         b'{"echo":"%s"}' % SECRET.encode()), "related": None})
@@ -347,7 +347,7 @@ def test_a_batch_that_fails_to_encode_goes_the_careful_way_with_each_event_once(
         return real(prefix, chunks)
 
     monkeypatch.setattr(sinkclient, "batch_body", fails_once)
-    for i in range(300):  # staged in 32s; the first batch (256) fails to encode
+    for i in range(300):  # staged in 32s; the batch fails to encode (at close)
         rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"i":%d}' % i),
                                                 "related": i})
     rec.close()
