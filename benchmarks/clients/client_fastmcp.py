@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Coroutine
-from typing import Any
 
 import anyio
 from fastmcp import Client
@@ -13,13 +11,8 @@ from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from benchmarks.clients._anyio import gather
 from benchmarks.clients._loop import TEXT, check_echo, measure, parse_args, report
-
-
-async def _gather(n: int, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    async with anyio.create_task_group() as tg:
-        for _ in range(n):
-            tg.start_soon(fn)
 
 
 async def main() -> None:
@@ -33,7 +26,7 @@ async def main() -> None:
             check_echo(result.content[0].text)  # type: ignore[union-attr]
 
         init = client.initialize_result
-        report(await measure(args, call, _gather),
+        report(await measure(args, call, gather),
                getattr(init, "protocol_version", None) or getattr(init, "protocolVersion", None))
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Coroutine
-from typing import Any
 
 import anyio
 from mcp.client.session import ClientSession
@@ -19,13 +17,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from benchmarks.clients._anyio import gather
 from benchmarks.clients._loop import TEXT, check_echo, measure, parse_args, report
-
-
-async def _gather(n: int, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    async with anyio.create_task_group() as tg:
-        for _ in range(n):
-            tg.start_soon(fn)
 
 
 async def main() -> None:
@@ -43,7 +36,7 @@ async def main() -> None:
                 result = await session.call_tool("echo", {"text": TEXT})
                 check_echo(result.content[0].text)  # type: ignore[union-attr]
 
-            report(await measure(args, call, _gather), init.protocol_version)
+            report(await measure(args, call, gather), init.protocol_version)
 
 
 if __name__ == "__main__":
