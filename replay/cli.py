@@ -52,7 +52,8 @@ def register(sub: Any) -> None:
         help="play the recorded server over stdio to a real client",
     )
     p.add_argument("--schedules", type=int, default=256, metavar="N",
-                   help="at most N runs when searching for the recorded interleaving (64)")
+                   help="at most N runs when searching for the recorded interleaving "
+                        "(default: %(default)s)")
     p.add_argument("--timeout", type=float, default=10.0,
                    help="seconds to wait for each live answer (--against, --serve)")
     p.set_defaults(func=cmd_replay)
