@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
         "--serve", action="store_true",
         help="play the recorded server over stdio to a real client",
     )
-    p.add_argument("--schedules", type=int, default=256, metavar="N",
+    p.add_argument("--schedules", type=int, default=1024, metavar="N",
                    help="at most N runs when searching for the recorded interleaving "
                         "(default: %(default)s)")
     p.add_argument("--timeout", type=float, default=10.0,

@@ -28,7 +28,10 @@ class ReplayOptions:
     on_step: StepHook | None = None
     on_break: BreakHook | None = None
     grace: float = 60.0
-    schedules: int = 256
+    #: Real-time stdio recordings of a two-request race made on a loaded machine needed
+    #: up to ~440 runs (5 of about 150 needed more than 256); a faithful replay stops at
+    #: its first match, so only a diverging replay pays for the larger budget.
+    schedules: int = 1024
 
 
 @attrs.frozen
