@@ -29,7 +29,7 @@ class ReplayOptions:
     on_break: BreakHook | None = None
     grace: float = 60.0
     #: Real-time stdio recordings of a two-request race made on a loaded machine needed
-    #: up to ~440 runs (5 of about 150 needed more than 256); a faithful replay stops at
+    #: up to ~440 runs (7 of about 185 needed more than 256); a faithful replay stops at
     #: its first match, so only a diverging replay pays for the larger budget.
     schedules: int = 1024
 

@@ -88,7 +88,7 @@ def test_real_stdio_recordings_of_races_replay_faithfully(tmp_path: Path) -> Non
         run_cli("replay", str(TRACES / f"{name}.jsonl"), "--against",
                 _live(RACE_SERVER) + f" --trace {recorded}")
         # A real-time recording of racy_withdraw can need a deep search: most replay
-        # within a few runs; on a loaded machine 5 of about 150 needed 270-440 (the
+        # within a few runs; on a loaded machine 7 of about 185 needed 270-440 (the
         # default budget is 1,024). Twice that here, for CI machines busier still: a
         # faithful replay stops at its first match, so only a divergence pays for it.
         code, out, err = run_cli("replay", str(recorded), "--schedules", "2048")
