@@ -52,6 +52,12 @@ def _events() -> list[tuple[str, str, dict[str, Any]]]:
     ]
 
 
+def _process_recorder(path: Path) -> JsonlRecorder:
+    """A recorder whose header is complete, written by the sink."""
+    return JsonlRecorder(path, TraceHeader(role="server", transport="x", protocol_version="v"),
+                         apply_header_seeds=False, writer="process")
+
+
 def _lines(path: Path) -> list[bytes]:
     return path.read_bytes().splitlines()
 
@@ -96,8 +102,7 @@ def test_process_writer_writes_the_thread_writers_bytes(tmp_path: Path) -> None:
 
 def test_close_returns_once_the_file_is_complete(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    rec = JsonlRecorder(path, TraceHeader(role="server", transport="x", protocol_version="v"),
-                        apply_header_seeds=False, writer="process")
+    rec = _process_recorder(path)
     for i in range(5000):
         rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"i":%d}' % i),
                                                 "related": None})
@@ -113,8 +118,7 @@ def test_a_killed_sink_loses_no_event_and_leaks_no_learned_secret(
 ) -> None:
     monkeypatch.setattr(sinkclient, "_sink_starts", 0)
     path = tmp_path / "t.jsonl"
-    rec = JsonlRecorder(path, TraceHeader(role="server", transport="x", protocol_version="v"),
-                        apply_header_seeds=False, writer="process")
+    rec = _process_recorder(path)
     writer = rec._writer
     assert isinstance(writer, sinkclient.ProcessWriter)
     rec.emit("s", "reader", "message_in", {"msg": EncodedMessage(
@@ -251,8 +255,7 @@ def test_a_secret_learned_while_encoding_here_keeps_later_batches_here(
     # The sink never sees the batch that revealed the secret, so it could not hunt for
     # its echo: once this process has learned something the sink has not, it encodes on.
     path = tmp_path / "t.jsonl"
-    rec = JsonlRecorder(path, TraceHeader(role="server", transport="x", protocol_version="v"),
-                        apply_header_seeds=False, writer="process")
+    rec = _process_recorder(path)
     writer = rec._writer
     assert isinstance(writer, sinkclient.ProcessWriter)
     monkeypatch.setattr(sinkclient, "ENCODE_HERE_AFTER", 0)
@@ -334,8 +337,7 @@ def test_a_batch_that_fails_to_encode_goes_the_careful_way_with_each_event_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "t.jsonl"
-    rec = JsonlRecorder(path, TraceHeader(role="server", transport="x", protocol_version="v"),
-                        apply_header_seeds=False, writer="process")
+    rec = _process_recorder(path)
     real = sinkclient.batch_body
     calls = 0
 
