@@ -7,8 +7,10 @@ naming the problem and the fix, and exit status 2 — never a traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -71,8 +73,50 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     except OSError as exc:
-        raise CliError(f"cannot serve: {exc}") from None
+        raise CliError(_serve_error(exc, args)) from None
+    except BaseExceptionGroup as group:
+        # The listeners start inside nurseries: a bind that fails arrives in a group.
+        matched, rest = group.split(OSError)
+        if matched is None or rest is not None:
+            raise
+        raise CliError(_serve_error(_first_leaf(matched), args)) from None
     return 0
+
+
+def _first_leaf(group: BaseExceptionGroup[OSError]) -> OSError:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+def _serve_error(exc: OSError, args: argparse.Namespace) -> str:
+    """What to tell a user whose server could not start (or stopped on an I/O error)."""
+    if args.transport == "stdio":
+        return f"cannot serve: {exc}"
+    where = f"{args.host}:{args.port}"
+    if isinstance(exc, socket.gaierror):
+        return f"cannot listen on {where}: unknown host {args.host!r} (--host takes an " \
+               "address or name of this machine, e.g. 127.0.0.1)"
+    if exc.errno == errno.EADDRINUSE:
+        return f"cannot listen on {where}: the port is in use (stop the other server or " \
+               "pick another port with --port; --port 0 picks a free one)"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {where}: {args.host} is not an address of this machine " \
+               "(--host 127.0.0.1 for local clients, 0.0.0.0 for every interface)"
+    if exc.errno == errno.EACCES:
+        return f"cannot listen on {where}: permission denied (ports below 1024 need " \
+               "privileges: pick a higher --port)"
+    return f"cannot serve on {where}: {exc.strerror or exc}"
+
+
+def _port(text: str) -> int:
+    """argparse type of ``--port``: a TCP port number (0: any free port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is out of range: ports are 0-65535")
+    return port
 
 
 def _http_options(args: argparse.Namespace) -> dict[str, object]:
@@ -118,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("target", help="entry point: path/to/file.py:server or package.module:server")
     run.add_argument("--transport", default="stdio", choices=["stdio", "http", "ws"])
     run.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    run.add_argument("--port", type=int, default=8000)
+    run.add_argument("--port", type=_port, default=8000)
     run.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
     run.add_argument("--trace", metavar="PATH", help="record the session as a JSONL trace")
     http = run.add_argument_group("HTTP options")

@@ -115,7 +115,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise _cli_error(str(exc)) from None
     elapsed = time.perf_counter() - started
     if args.output:
-        Path(args.output).write_bytes(result.output_bytes())
+        _write(args.output, result.output_bytes())
     print_verdict(result, elapsed, sys.stdout)
     return 0 if result.faithful else 1
 
@@ -141,6 +141,15 @@ def cmd_html(args: argparse.Namespace) -> int:
     from replay.html import render_html
 
     trace = _load(args.trace, require_end=False)
-    Path(args.output).write_text(render_html(trace), encoding="utf-8")
+    _write(args.output, render_html(trace).encode("utf-8"))
     print(f"wrote {args.output}")
     return 0
+
+
+def _write(path: str, data: bytes) -> None:
+    # An output path the user got wrong is their mistake to fix, not a traceback.
+    try:
+        Path(path).write_bytes(data)
+    except OSError as exc:
+        raise _cli_error(f"cannot write {path}: {exc.strerror or exc} "
+                         "(check that the folder exists and is writable)") from None

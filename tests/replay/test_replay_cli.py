@@ -131,3 +131,13 @@ def test_the_server_option_overrides_the_header(tmp_path: Path) -> None:
     shutil.copy(GOOD, moved)
     code, out, _ = run_cli("replay", str(moved), "--server", RACE_SERVER)
     assert code == 0 and "faithful" in out
+
+
+@pytest.mark.parametrize("command", [["replay", str(GOOD), "-o"], ["trace", "html", str(GOOD), "-o"]],
+                         ids=["replay-output", "html"])
+def test_an_output_path_that_cannot_be_written_is_one_line(tmp_path: Path, command: list[str]) -> None:
+    target = tmp_path / "no" / "such" / "folder" / "out"
+    code, _, err = run_cli(*command, str(target))
+    assert code == 2 and "Traceback" not in err
+    assert f"cannot write {target}" in err and len(err.strip().splitlines()) == 1
+    assert not target.exists()
