@@ -60,6 +60,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(f"--trace {args.trace} is a folder: over stdio it takes a file "
                        f"(e.g. {os.path.join(args.trace, 'session.jsonl')}); a folder of "
                        "traces, one per session, is for --transport http")
+    if args.trace and args.transport != "stdio":
+        _check_trace_folder(args.trace)
     try:
         server.run(
             args.transport,
@@ -76,16 +78,40 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(_serve_error(exc, args)) from None
     except BaseExceptionGroup as group:
         # The listeners start inside nurseries: a bind that fails arrives in a group.
-        matched, rest = group.split(OSError)
-        if matched is None or rest is not None:
+        error = os_error_in(group)
+        if error is None:
             raise
-        raise CliError(_serve_error(_first_leaf(matched), args)) from None
+        raise CliError(_serve_error(error, args)) from None
     return 0
 
 
-def _first_leaf(group: BaseExceptionGroup[OSError]) -> OSError:
-    first = group.exceptions[0]
-    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
+def _check_trace_folder(folder: str) -> None:
+    # Over HTTP and WebSocket each session writes its own file into the folder, long after
+    # start-up: a folder that cannot be written would only show up in the logs, session
+    # after session. Found now, it is one line.
+    if os.path.isfile(folder):
+        raise CliError(f"--trace {folder} is a file: over --transport http or ws it takes a "
+                       "folder (one trace per session)")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"--trace {folder}: cannot create the folder ({exc.strerror or exc}); "
+                       "pick a folder this user can write") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise CliError(f"--trace {folder}: the folder is not writable; pick one this user "
+                       "can write")
+
+
+def os_error_in(group: BaseExceptionGroup[BaseException]) -> OSError | None:
+    """The first OSError of an exception group made of OSErrors only, else None (what
+    failed to start inside a nursery: a bind, a spawn)."""
+    matched, rest = group.split(OSError)
+    if matched is None or rest is not None:
+        return None
+    first: BaseException = matched
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first if isinstance(first, OSError) else None
 
 
 def _serve_error(exc: OSError, args: argparse.Namespace) -> str:
@@ -106,6 +132,28 @@ def _serve_error(exc: OSError, args: argparse.Namespace) -> str:
         return f"cannot listen on {where}: permission denied (ports below 1024 need " \
                "privileges: pick a higher --port)"
     return f"cannot serve on {where}: {exc.strerror or exc}"
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number from 1 up."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is too small: it must be at least 1")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be more than 0")
+    return value
 
 
 def _port(text: str) -> int:

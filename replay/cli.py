@@ -38,8 +38,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("trace", help="the JSONL trace")
     p.add_argument("--server", metavar="MODULE:ATTR", help="server entry point (default: the header's)")
-    p.add_argument("--until", type=int, metavar="N", help="stop after event N")
-    p.add_argument("--break-at", type=int, metavar="N", help="enter the debugger just before event N")
+    from mcpactor.cli import positive_float, positive_int
+
+    p.add_argument("--until", type=positive_int, metavar="N", help="stop after event N")
+    p.add_argument("--break-at", type=positive_int, metavar="N",
+                   help="enter the debugger just before event N")
     p.add_argument("--step", action="store_true", help="print each event as it is replayed")
     p.add_argument("--output", "-o", metavar="PATH", help="write the replayed session's trace")
     p.add_argument(
@@ -51,10 +54,10 @@ def register(sub: Any) -> None:
         "--serve", action="store_true",
         help="play the recorded server over stdio to a real client",
     )
-    p.add_argument("--schedules", type=int, default=1024, metavar="N",
+    p.add_argument("--schedules", type=positive_int, default=1024, metavar="N",
                    help="at most N runs when searching for the recorded interleaving "
                         "(default: %(default)s)")
-    p.add_argument("--timeout", type=float, default=10.0,
+    p.add_argument("--timeout", type=positive_float, default=10.0,
                    help="seconds to wait for each live answer (--against, --serve)")
     p.set_defaults(func=cmd_replay)
 
@@ -77,18 +80,28 @@ def register(sub: Any) -> None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """``mcpactor replay``."""
+    if args.serve and args.against:
+        raise _cli_error("--serve (play the recorded server to a client) and --against (play "
+                         "the recorded client to a server) exclude each other")
     trace = _load(args.trace, require_end=args.until is None)
     if args.serve:
         from replay.live import serve_trace
 
         return serve_trace(trace, timeout=args.timeout)
     if args.against:
+        from mcpactor.cli import os_error_in
         from replay.live import replay_against
 
         try:
             return replay_against(trace, args.against, timeout=args.timeout, out=sys.stdout)
         except OSError as exc:
-            raise _cli_error(f"cannot reach {args.against}: {exc}") from None
+            raise _cli_error(_against_error(args.against, exc)) from None
+        except BaseExceptionGroup as group:
+            # The server process is started inside a nursery.
+            error = os_error_in(group)
+            if error is None:
+                raise
+            raise _cli_error(_against_error(args.against, error)) from None
     from replay.engine import ReplayError, ReplayOptions, replay
     from replay.render import event_line
     from replay.report import print_verdict
@@ -118,6 +131,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         _write(args.output, result.output_bytes())
     print_verdict(result, elapsed, sys.stdout)
     return 0 if result.faithful else 1
+
+
+def _against_error(target: str, exc: OSError) -> str:
+    return (f"cannot reach {target}: {exc} (--against takes a command line that starts an "
+            "MCP server over stdio, e.g. 'python server.py', or an http(s) URL)")
 
 
 def cmd_show(args: argparse.Namespace) -> int:

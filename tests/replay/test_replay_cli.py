@@ -141,3 +141,25 @@ def test_an_output_path_that_cannot_be_written_is_one_line(tmp_path: Path, comma
     assert code == 2 and "Traceback" not in err
     assert f"cannot write {target}" in err and len(err.strip().splitlines()) == 1
     assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [(["--until", "-3"], "argument --until: -3 is too small"),
+     (["--break-at", "0"], "argument --break-at: 0 is too small"),
+     (["--schedules", "0"], "argument --schedules: 0 is too small"),
+     (["--timeout", "0"], "argument --timeout: 0 must be more than 0"),
+     (["--serve", "--against", "x"], "--serve (play the recorded server to a client) and "
+                                     "--against (play the recorded client to a server) exclude")],
+)
+def test_options_that_cannot_mean_anything_are_refused(option: list[str], message: str) -> None:
+    code, out, err = run_cli("replay", str(GOOD), *option)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert message in err
+
+
+def test_against_a_command_that_does_not_exist_is_one_line() -> None:
+    code, _, err = run_cli("replay", str(GOOD), "--against", "no-such-mcp-server-xyz --stdio")
+    assert code == 2 and "Traceback" not in err
+    assert "cannot reach no-such-mcp-server-xyz --stdio" in err
+    assert "--against takes a command line" in err and len(err.strip().splitlines()) == 1
