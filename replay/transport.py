@@ -6,7 +6,9 @@ its recorded time — a hair before it, so that an input recorded at the same in
 a timer wins the tie, as recorded; when the timer's effects were recorded first, rule
 1 holds the input back until they have happened. Like a real transport, ``receive``
 yields to the scheduler once on its way, so the tasks the previous input woke compete
-with the reader exactly as they did live (the schedule search settles who wins).
+with the reader exactly as they did live (the schedule search settles who wins) — except
+for an input recorded as ``buffered``: the live transport had it already (it came in
+the same read as the one before) and handed it out without yielding, and so does this.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ class ReplayTransport(Transport):
     ) -> None:
         self.matcher = matcher
         self.no_yield = no_yield
+        #: Whether the input delivered last was recorded as ``buffered`` (see
+        #: :attr:`mcpactor.transports.stream.StreamTransport.buffered`).
+        self.buffered = False
         self._coin_count = coin_count
         #: (input index, scheduler coins so far) for each input delivered after a yield
         #: that did not wait: the points where the schedule search may skip the yield.
@@ -82,7 +87,7 @@ class ReplayTransport(Transport):
             clock = trio.lowlevel.current_clock()
             assert isinstance(clock, trio.testing.MockClock)
             clock.jump(at - now)
-        if not waited and ev.index not in self.no_yield:
+        if not waited and ev.index not in self.no_yield and not ev.data.get("buffered"):
             # A live receive from a memory channel yields once whether or not a message
             # is ready, and so does this (the wait above already did); a stream
             # transport returns lines it has buffered without yielding, which the
@@ -92,6 +97,8 @@ class ReplayTransport(Transport):
         if m.finished:
             await trio.sleep_forever()
         self._next += 1
+        # The session traces what the recording's transport said of this input.
+        self.buffered = bool(ev.data.get("buffered"))
         m.before_input(ev)
         return self._deliver(ev)
 

@@ -193,17 +193,24 @@ class Session(WriterActor):
 
     async def _take(
         self, data: bytes, on_block: Callable[[], None] | None = None,
-        parsed: Message | Invalid | Batch | None = None,
+        parsed: Message | Invalid | Batch | None = None, buffered: bool = False,
     ) -> None:
-        """Decode one inbound message and route its events (the reader's step)."""
+        """Decode one inbound message and route its events (the reader's step).
+
+        ``buffered``: the transport handed the message out without yielding (it came
+        with the previous one); traced, for the replay.
+        """
         events = self.connection.receive(data, parsed)
         rec = self._rec
         if rec is not None:
             first = events[0] if events else None
             if first.__class__ is pc.Reply and first.why == "parse error":
-                rec(self.id, "reader", "message_in", {"raw": data.decode("utf-8", "replace")})
+                event: dict[str, Any] = {"raw": data.decode("utf-8", "replace")}
             else:
-                rec(self.id, "reader", "message_in", {"msg": data})
+                event = {"msg": data}
+            if buffered:
+                event["buffered"] = True
+            rec(self.id, "reader", "message_in", event)
         for ev in events:
             await self._route(ev, None, on_block)
 
@@ -262,7 +269,10 @@ class Session(WriterActor):
                     await self._send(encode_error(None, err))
                     continue
                 assert isinstance(data, bytes)
-                await self._take(data)
+                if emit:
+                    await self._take(data, buffered=getattr(self.transport, "buffered", False))
+                else:
+                    await self._take(data)
 
     async def _route(
         self, ev: pc.Event, batch: BatchCollector | None,

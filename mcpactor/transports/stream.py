@@ -16,6 +16,10 @@ class StreamTransport(Transport):
     """Frames messages as lines on a send stream and a receive stream."""
 
     name = "stream"
+    #: Whether the message :meth:`receive` returned last had arrived with an earlier one
+    #: (in the same read): it was handed out at once, without yielding to the scheduler.
+    #: Traced (``message_in``'s ``buffered``) so that a replay makes the same decision.
+    buffered = False
 
     def __init__(
         self,
@@ -32,6 +36,10 @@ class StreamTransport(Transport):
 
     async def receive(self) -> bytes | Oversize:
         """The next line-framed message."""
+        if self._ready:
+            self.buffered = True
+            return self._ready.popleft()
+        self.buffered = False
         while not self._ready:
             if self._eof:
                 raise trio.EndOfChannel

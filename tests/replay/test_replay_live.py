@@ -94,3 +94,41 @@ def test_real_stdio_recordings_of_races_replay_faithfully(tmp_path: Path) -> Non
         code, out, err = run_cli("replay", str(recorded), "--schedules", "2048")
         assert code == 0, (name, out, err)
         assert "faithful" in out
+
+
+def test_messages_read_together_are_traced_as_buffered_and_replayed_so(tmp_path: Path) -> None:
+    """Two requests in one write reach a real stdio server in one read: the reader takes
+    the second without yielding, the trace says so, and the replay does the same."""
+    import subprocess
+
+    import orjson
+
+    trace = tmp_path / "together.jsonl"
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    calls = [{"jsonrpc": "2.0", "id": i, "method": "tools/call",
+              "params": {"name": "quick", "arguments": {}}} for i in (1, 2)]
+    proc = subprocess.Popen([*MCPACTOR, "run", RACE_SERVER, "--trace", str(trace)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"".join(orjson.dumps(m) + b"\n" for m in lines))
+    proc.stdin.flush()
+    assert orjson.loads(proc.stdout.readline())["id"] == 0
+    proc.stdin.write(b"".join(orjson.dumps(m) + b"\n" for m in calls))  # one write
+    proc.stdin.flush()
+    answers = {orjson.loads(proc.stdout.readline())["id"] for _ in calls}
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0 and answers == {1, 2}
+
+    events = [orjson.loads(line) for line in trace.read_bytes().splitlines()[1:]]
+    inputs = [e for e in events if e["kind"] == "message_in" and e["msg"].get("id") in (1, 2)]
+    assert [e.get("buffered", False) for e in inputs] == [False, True]
+
+    code, out, err = run_cli("replay", str(trace))
+    # Faithful means every event matched, the replayed message_in's "buffered" included.
+    assert code == 0, (out, err)
+    assert "faithful (exact)" in out
