@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import attrs
@@ -283,6 +283,40 @@ def _page(cursor: str | None) -> dict[str, Any] | None:
     return {"cursor": cursor} if cursor is not None else None
 
 
+def sole_exception(error: BaseException) -> BaseException | None:
+    """The one exception inside ``error`` and any groups nested in it, or None when
+    there are several."""
+    while isinstance(error, BaseExceptionGroup):
+        if len(error.exceptions) != 1:
+            return None
+        error = error.exceptions[0]
+    return error
+
+
+@contextmanager
+def plain_errors() -> Iterator[None]:
+    """Let one exception out of the ``connect_*`` blocks as itself.
+
+    A client session is a tree of Trio nurseries, and a nursery wraps whatever leaves it
+    in an exception group, even a lone exception: the caller's own ``ValueError`` raised
+    in the ``async with`` body, or the ``ConnectionClosed`` of a server that exited
+    before answering, would come out as groups that ``except ValueError`` does not
+    catch. A group of one (at any depth) is unwrapped; real groups (several failures at
+    once) are left as they are.
+    """
+    lone: BaseException | None = None
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        lone = sole_exception(group)
+        if lone is None:
+            raise
+    if lone is not None:
+        # Raised outside the handler, so the exception keeps its own context and cause
+        # rather than gaining the group as its context.
+        raise lone
+
+
 @asynccontextmanager
 async def connect_transport(
     transport: Transport,
@@ -303,16 +337,17 @@ async def connect_transport(
         capabilities=handlers.capabilities(),
     )
     session = Session(transport, conn, _ClientHandler(handlers), tracer=tracer, limits=limits)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(session.run)
-        client = Client(session, default_timeout=timeout)
-        try:
-            await client._initialize(protocol_version, init_timeout)
-            yield client
-        finally:
-            session.close("client closed")
-            with trio.CancelScope(shield=True):
-                await session.closed.wait()
+    with plain_errors():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(session.run)
+            client = Client(session, default_timeout=timeout)
+            try:
+                await client._initialize(protocol_version, init_timeout)
+                yield client
+            finally:
+                session.close("client closed")
+                with trio.CancelScope(shield=True):
+                    await session.closed.wait()
 
 
 @asynccontextmanager

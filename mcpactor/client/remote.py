@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from mcpactor.client.client import Client, connect_transport
+from mcpactor.client.client import Client, connect_transport, plain_errors
 
 if TYPE_CHECKING:
     from mcpactor.auth.client_flow import OAuthClient
@@ -38,6 +38,7 @@ async def connect_http(
     them). ``auth`` (an :class:`~mcpactor.auth.OAuthClient`) authorizes every request
     with OAuth 2.1 and answers 401/403 challenges (see :mod:`mcpactor.auth`).
     """
+    from mcpactor.transports.http_client import split_url
     from mcpactor.transports.streamable_client import StreamableHttpClientTransport
 
     # [auth] OAuth rides on the pool: every request the transport makes gets the token.
@@ -48,17 +49,19 @@ async def connect_http(
             raise TypeError("pass either auth= or a plain pool=, not both")
         pool = pool or AuthorizedPool(auth)
 
-    async with trio.open_nursery() as nursery:
-        transport = StreamableHttpClientTransport(
-            url, nursery, headers=headers, legacy_fallback=legacy_fallback,
-            open_get_stream=open_get_stream, pool=pool,
-        )
-        try:
-            async with connect_transport(transport, **options) as client:
-                yield client
-        finally:
-            await transport.aclose()
-            nursery.cancel_scope.cancel()
+    split_url(url)  # a malformed URL is the caller's ValueError now, not a failed session
+    with plain_errors():
+        async with trio.open_nursery() as nursery:
+            transport = StreamableHttpClientTransport(
+                url, nursery, headers=headers, legacy_fallback=legacy_fallback,
+                open_get_stream=open_get_stream, pool=pool,
+            )
+            try:
+                async with connect_transport(transport, **options) as client:
+                    yield client
+            finally:
+                await transport.aclose()
+                nursery.cancel_scope.cancel()
 
 
 @asynccontextmanager
@@ -67,18 +70,21 @@ async def connect_sse(
 ) -> AsyncIterator[Client]:
     """Connect to a legacy HTTP+SSE server (protocol 2024-11-05) at its SSE URL."""
     from mcpactor.protocol.versions import V2024_11_05
+    from mcpactor.transports.http_client import split_url
     from mcpactor.transports.legacy_sse_client import LegacySseClientTransport
 
     options.setdefault("protocol_version", V2024_11_05)
-    async with trio.open_nursery() as nursery:
-        transport = LegacySseClientTransport(url, nursery, headers=headers)
-        await transport.connect()
-        try:
-            async with connect_transport(transport, **options) as client:
-                yield client
-        finally:
-            await transport.aclose()
-            nursery.cancel_scope.cancel()
+    split_url(url)
+    with plain_errors():
+        async with trio.open_nursery() as nursery:
+            transport = LegacySseClientTransport(url, nursery, headers=headers)
+            await transport.connect()
+            try:
+                async with connect_transport(transport, **options) as client:
+                    yield client
+            finally:
+                await transport.aclose()
+                nursery.cancel_scope.cancel()
 
 
 @asynccontextmanager
@@ -88,6 +94,7 @@ async def connect_websocket(
     """Connect to an MCP server over WebSocket (subprotocol ``mcp``)."""
     from mcpactor.transports.websocket import open_websocket_transport
 
-    async with open_websocket_transport(url, headers=headers) as transport:
-        async with connect_transport(transport, **options) as client:
-            yield client
+    with plain_errors():
+        async with open_websocket_transport(url, headers=headers) as transport:
+            async with connect_transport(transport, **options) as client:
+                yield client
