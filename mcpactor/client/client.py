@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import attrs
@@ -19,6 +19,7 @@ from mcpactor.protocol.convert import to_wire
 from mcpactor.protocol.errors import MethodNotFound
 from mcpactor.protocol.lifecycle import Role
 from mcpactor.session.context import RequestContext
+from mcpactor.session.groups import plain_errors
 from mcpactor.session.session import Limits, Session
 from mcpactor.session.tracker import ProgressCallback, Timeout, Waiter
 from mcpactor.tracing.tracer import Tracer
@@ -281,40 +282,6 @@ class Client:
 
 def _page(cursor: str | None) -> dict[str, Any] | None:
     return {"cursor": cursor} if cursor is not None else None
-
-
-def sole_exception(error: BaseException) -> BaseException | None:
-    """The one exception inside ``error`` and any groups nested in it, or None when
-    there are several."""
-    while isinstance(error, BaseExceptionGroup):
-        if len(error.exceptions) != 1:
-            return None
-        error = error.exceptions[0]
-    return error
-
-
-@contextmanager
-def plain_errors() -> Iterator[None]:
-    """Let one exception out of the ``connect_*`` blocks as itself.
-
-    A client session is a tree of Trio nurseries, and a nursery wraps whatever leaves it
-    in an exception group, even a lone exception: the caller's own ``ValueError`` raised
-    in the ``async with`` body, or the ``ConnectionClosed`` of a server that exited
-    before answering, would come out as groups that ``except ValueError`` does not
-    catch. A group of one (at any depth) is unwrapped; real groups (several failures at
-    once) are left as they are.
-    """
-    lone: BaseException | None = None
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        lone = sole_exception(group)
-        if lone is None:
-            raise
-    if lone is not None:
-        # Raised outside the handler, so the exception keeps its own context and cause
-        # rather than gaining the group as its context.
-        raise lone
 
 
 @asynccontextmanager

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from mcpactor.client.client import Client, connect_transport, plain_errors
+from mcpactor.client.client import Client, connect_transport
+from mcpactor.session.groups import plain_errors
 
 if TYPE_CHECKING:
     from mcpactor.auth.client_flow import OAuthClient

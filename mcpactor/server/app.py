@@ -18,6 +18,7 @@ from mcpactor.server.context import Context, session_state
 from mcpactor.server.registry import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
 from mcpactor.server.schema import build_signature, validate_tool_name
 from mcpactor.server.uri_template import UriTemplate
+from mcpactor.session.groups import plain_errors
 from mcpactor.session.session import Limits, Session
 from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import Transport
@@ -423,8 +424,10 @@ class Server:
         ``http_options`` are fields of :class:`mcpactor.transports.http_options.HttpOptions`
         (``json_response``, ``stateless``, ``allowed_hosts``, ``session_idle_timeout``, ...).
         """
+        # A listener that cannot start (a port in use) is its OSError, not a group of one.
         if transport == "stdio":
-            trio.run(lambda: self.serve_stdio(trace=trace, entry_point=entry_point))
+            with plain_errors():
+                trio.run(lambda: self.serve_stdio(trace=trace, entry_point=entry_point))
             return
         if transport in ("http", "streamable-http"):
             try:
@@ -432,14 +435,17 @@ class Server:
             except ImportError:
                 print("mcpactor: the HTTP transport is not available in this build", file=sys.stderr)
                 raise SystemExit(2) from None
-            trio.run(lambda: serve_http(
-                self, host=host, port=port, path=path, trace=trace, entry_point=entry_point,
-                **http_options,
-            ))
+            with plain_errors():
+                trio.run(lambda: serve_http(
+                    self, host=host, port=port, path=path, trace=trace, entry_point=entry_point,
+                    **http_options,
+                ))
             return
         if transport in ("ws", "websocket"):
             from mcpactor.transports.websocket import serve_websocket
 
-            trio.run(lambda: serve_websocket(self, host=host, port=port, path=path, trace=trace))
+            with plain_errors():
+                trio.run(lambda: serve_websocket(self, host=host, port=port, path=path,
+                                                 trace=trace))
             return
         raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'http' or 'ws'")

@@ -71,3 +71,12 @@ def test_a_trace_folder_that_cannot_be_one_is_refused_at_start(tmp_path: Path) -
     under_a_file = a_file / "traces"
     proc = _run("--transport", "ws", "--port", "0", "--trace", str(under_a_file))
     _one_line_error(proc, f"--trace {under_a_file}: cannot create the folder")
+
+
+@pytest.mark.parametrize("transport", ["http", "ws"])
+def test_server_run_raises_the_oserror_itself(busy_port: int, transport: str) -> None:
+    from mcpactor import Server
+
+    with pytest.raises(OSError) as caught:
+        Server("busy").run(transport, host="127.0.0.1", port=busy_port)
+    assert not isinstance(caught.value, BaseExceptionGroup)

@@ -9,8 +9,8 @@ import pytest
 import trio
 
 from mcpactor import McpError, connect_http, connect_stdio
-from mcpactor.client.client import sole_exception
 from mcpactor.protocol.errors import ConnectionClosed
+from mcpactor.session.groups import sole_exception
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = [sys.executable, "-m", "mcpactor.cli", "run",
