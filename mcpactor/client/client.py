@@ -16,7 +16,7 @@ from mcpactor.protocol import types as t
 from mcpactor.protocol import versions
 from mcpactor.protocol.connection import Connection
 from mcpactor.protocol.convert import to_wire
-from mcpactor.protocol.errors import MethodNotFound
+from mcpactor.protocol.errors import ConnectionClosed, MethodNotFound
 from mcpactor.protocol.lifecycle import Role
 from mcpactor.session.context import RequestContext
 from mcpactor.session.groups import plain_errors
@@ -341,6 +341,7 @@ async def connect_stdio(
     transport = await StdioClientTransport.spawn(
         command, env=env, cwd=cwd, shutdown_timeout=shutdown_timeout
     )
+    initialized = False
     try:
         async with connect_transport(
             transport,
@@ -351,6 +352,20 @@ async def connect_stdio(
             init_timeout=init_timeout,
             tracer=tracer,
         ) as client:
+            initialized = True
             yield client
+    except ConnectionClosed as exc:
+        if initialized:
+            raise
+        # The server ended its output before answering initialize: most often it failed
+        # to start. Its exit status says more than "end of input".
+        with trio.move_on_after(1.0):
+            await transport.process.wait()
+        status = transport.process.returncode
+        how = "is still running" if status is None else f"exited with status {status}"
+        raise ConnectionClosed(
+            f"the server {' '.join(command)!r} closed its output before answering "
+            f"initialize and {how} (its stderr may say why)"
+        ) from exc
     finally:
         await transport.aclose()

@@ -29,8 +29,9 @@ async def test_the_callers_own_exception_comes_out_as_itself() -> None:
 
 
 async def test_a_server_that_exits_before_answering_is_a_connection_closed() -> None:
-    with pytest.raises(ConnectionClosed):
-        async with connect_stdio([sys.executable, "-c", "print('not MCP')"]):
+    with pytest.raises(ConnectionClosed, match="before answering initialize and exited "
+                                               "with status 3"):
+        async with connect_stdio([sys.executable, "-c", "print('not MCP'); raise SystemExit(3)"]):
             pass
 
 
