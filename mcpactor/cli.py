@@ -53,6 +53,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     assert isinstance(server, Server)
     options = _http_options(args)
+    from mcpactor.cli_auth import resource_server
+
+    try:
+        auth = resource_server(args)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if auth is not None:
+        options["auth"] = auth
     if options and args.transport != "http":
         raise CliError("the HTTP options (--json-response, --sse-response, --server, "
                        "--stateless, --allow-*, --session-timeout) need --transport http")
@@ -229,6 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="accept this Origin header too; repeatable")
     http.add_argument("--session-timeout", type=float, metavar="SECONDS",
                       help="close sessions idle this long (default 1800)")
+    from mcpactor.cli_auth import add_auth_arguments
+
+    add_auth_arguments(run)
     run.set_defaults(func=cmd_run)
 
     from mcpactor import cli_extra
