@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +13,7 @@ from mcpactor.session.groups import plain_errors
 
 if TYPE_CHECKING:
     from mcpactor.auth.client_flow import OAuthClient
+    from mcpactor.transports.base import Transport
     from mcpactor.transports.http_client import HttpPool
 
 __all__ = ["connect_http", "connect_sse", "connect_websocket"]
@@ -51,18 +52,15 @@ async def connect_http(
         pool = pool or AuthorizedPool(auth)
 
     split_url(url)  # a malformed URL is the caller's ValueError now, not a failed session
-    with plain_errors():
-        async with trio.open_nursery() as nursery:
-            transport = StreamableHttpClientTransport(
-                url, nursery, headers=headers, legacy_fallback=legacy_fallback,
-                open_get_stream=open_get_stream, pool=pool,
-            )
-            try:
-                async with connect_transport(transport, **options) as client:
-                    yield client
-            finally:
-                await transport.aclose()
-                nursery.cancel_scope.cancel()
+
+    async def start(nursery: trio.Nursery) -> Transport:
+        return StreamableHttpClientTransport(
+            url, nursery, headers=headers, legacy_fallback=legacy_fallback,
+            open_get_stream=open_get_stream, pool=pool,
+        )
+
+    async with _connect_with_nursery(start, options) as client:
+        yield client
 
 
 @asynccontextmanager
@@ -76,10 +74,29 @@ async def connect_sse(
 
     options.setdefault("protocol_version", V2024_11_05)
     split_url(url)
+
+    async def start(nursery: trio.Nursery) -> Transport:
+        transport = LegacySseClientTransport(url, nursery, headers=headers)
+        try:
+            await transport.connect()
+        except BaseException:
+            await transport.aclose()
+            raise
+        return transport
+
+    async with _connect_with_nursery(start, options) as client:
+        yield client
+
+
+@asynccontextmanager
+async def _connect_with_nursery(
+    start: Callable[[trio.Nursery], Awaitable[Transport]], options: dict[str, Any]
+) -> AsyncIterator[Client]:
+    # The HTTP transports run tasks of their own (the GET stream, one per POST): a
+    # nursery that outlives the session, closed after it.
     with plain_errors():
         async with trio.open_nursery() as nursery:
-            transport = LegacySseClientTransport(url, nursery, headers=headers)
-            await transport.connect()
+            transport = await start(nursery)
             try:
                 async with connect_transport(transport, **options) as client:
                     yield client

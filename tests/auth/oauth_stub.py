@@ -280,22 +280,28 @@ class Stack:
     resource_server: ResourceServer
 
 
+async def start_stub(nursery: trio.Nursery, **options: Any) -> StubAuthServer:
+    """The authorization server stub, served by hypercorn on 127.0.0.1 in ``nursery``."""
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    stub = StubAuthServer(**options)
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    config.graceful_timeout = 0.5
+    binds = await nursery.start(serve, stub, config)  # type: ignore[arg-type]
+    stub.base = binds[0]
+    return stub
+
+
 @asynccontextmanager
 async def oauth_stack(*, verifier: TokenVerifier | None = None, grantable: set[str] | None = None,
                       token_lifetime: int = 3600, required_scopes: tuple[str, ...] = ("mcp:read",),
                       **options: Any) -> AsyncIterator[Stack]:
     """Start the authorization server stub and a protected mcpactor server."""
-    from hypercorn.config import Config
-    from hypercorn.trio import serve
-
-    stub = StubAuthServer(grantable=grantable, token_lifetime=token_lifetime)
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    config.graceful_timeout = 0.5
     async with trio.open_nursery() as nursery:
-        binds = await nursery.start(serve, stub, config)  # type: ignore[arg-type]
-        stub.base = binds[0]
+        stub = await start_stub(nursery, grantable=grantable, token_lifetime=token_lifetime)
         port = free_port()
         mcp_url = f"http://127.0.0.1:{port}/mcp"
         rs = ResourceServer(

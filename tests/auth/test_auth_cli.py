@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 import trio
-from oauth_stub import StubAuthServer, free_port
+from oauth_stub import free_port, start_stub
 
 from mcpactor import McpError, connect_http
 from mcpactor.transports.http_client import HttpPool
@@ -33,17 +33,8 @@ async def _wait_listening(port: int, proc: trio.Process) -> None:
 
 
 async def test_the_auth_flags_protect_the_endpoint() -> None:
-    from hypercorn.config import Config
-    from hypercorn.trio import serve
-
-    stub = StubAuthServer()
-    config = Config()
-    config.bind = ["127.0.0.1:0"]
-    config.accesslog = None
-    config.graceful_timeout = 0.5
     async with trio.open_nursery() as nursery:
-        binds = await nursery.start(serve, stub, config)  # type: ignore[arg-type]
-        stub.base = binds[0]
+        stub = await start_stub(nursery)
         port = free_port()
         url = f"http://127.0.0.1:{port}/mcp"
         proc = await trio.lowlevel.open_process(
