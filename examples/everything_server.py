@@ -29,6 +29,7 @@ import trio
 
 from mcpactor import Audio, Context, Image, Server, ToolError
 from mcpactor.protocol.types import (
+    AudioContent,
     EmbeddedResource,
     ImageContent,
     PromptMessage,
@@ -86,13 +87,13 @@ async def test_simple_text() -> str:
 
 
 @server.tool()
-async def test_image_content() -> Image:
+async def test_image_content() -> ImageContent:
     """Tests image content response (a 1x1 PNG)."""
     return Image(PNG_BYTES, mime_type="image/png")
 
 
 @server.tool()
-async def test_audio_content() -> Audio:
+async def test_audio_content() -> AudioContent:
     """Tests audio content response (a short WAV file)."""
     return Audio(WAV_BYTES, mime_type="audio/wav")
 
@@ -456,7 +457,7 @@ def main() -> None:
     if args.transport == "stdio":
         server.run(transport="stdio")
     else:
-        options: dict[str, object] = {"http_server": args.http_server} if args.http_server else {}
+        options: dict[str, Any] = {"http_server": args.http_server} if args.http_server else {}
         if args.sse_response:
             options["json_response"] = False
         server.run(transport="http", host=args.host, port=args.port, **options)
