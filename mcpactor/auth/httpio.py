@@ -1,4 +1,4 @@
-"""The few HTTP exchanges of the OAuth flow, on our h11 client (:class:`HttpPool`)."""
+"""The few HTTP exchanges of the OAuth flow, on our HTTP client (:class:`HttpPool`)."""
 
 from __future__ import annotations
 

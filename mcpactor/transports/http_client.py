@@ -1,4 +1,5 @@
-"""A small HTTP/1.1 client: h11 on Trio sockets, with keep-alive connection reuse.
+"""A small HTTP/1.1 client on Trio sockets (:mod:`.http11_client` for the bytes), with
+keep-alive connection reuse.
 
 Only what MCP clients need: one request per connection at a time, bodies in memory on
 the way out, streamed on the way in (SSE), connections returned to a per-origin pool
@@ -12,8 +13,16 @@ from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 import attrs
-import h11
 import trio
+
+from mcpactor.transports.http11_client import (
+    END,
+    NEED_DATA,
+    HttpProtocolError,
+    ResponseHead,
+    ResponseReader,
+    request_bytes,
+)
 
 __all__ = ["HttpClientError", "HttpPool", "HttpResponse", "Origin", "split_url"]
 
@@ -55,35 +64,43 @@ def split_url(url: str) -> tuple[Origin, str]:
 class _Conn:
     def __init__(self, stream: trio.abc.Stream) -> None:
         self.stream = stream
-        self.h11 = h11.Connection(our_role=h11.CLIENT)
+        self.reader: ResponseReader | None = None  # for the request written last
         self.reused = False
         self.bytes_in = 0  # since the current request was written
 
     async def next_event(self) -> object:
-        """The next h11 event, reading from the socket as needed."""
+        """The next event of the response being read, reading from the socket as needed."""
+        reader = self.reader
+        assert reader is not None, "no request was written"
         while True:
             try:
-                ev = self.h11.next_event()
-            except h11.RemoteProtocolError as exc:
+                ev = reader.next_event()
+            except HttpProtocolError as exc:
                 raise HttpClientError(f"bad HTTP from the server: {exc}") from exc
-            if ev is not h11.NEED_DATA:
+            if ev is not NEED_DATA:
                 return ev
             try:
                 data = await self.stream.receive_some(_READ)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 raise HttpClientError(f"connection broke: {exc}") from exc
             self.bytes_in += len(data)
-            self.h11.receive_data(bytes(data))
+            reader.feed(bytes(data))
 
-    async def send(self, *events: h11.Request | h11.Data | h11.EndOfMessage) -> None:
-        """Encode h11 events and write them with one send (a whole small request is
-        one TCP segment, not a head and a body the server reads separately)."""
-        data = b"".join(self.h11.send(ev) or b"" for ev in events)
-        if data:
-            try:
-                await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                raise HttpClientError(f"connection broke: {exc}") from exc
+    async def send_request(
+        self, method: str, target: str, headers: list[tuple[str, str]], body: bytes | None
+    ) -> None:
+        """Write a whole request with one send (a small request is one TCP segment, not
+        a head and a body the server reads separately)."""
+        try:
+            data = request_bytes(method, target, headers, body)
+        except HttpProtocolError as exc:
+            raise ValueError(f"cannot send this request: {exc}") from None
+        self.reader = ResponseReader(method)
+        self.bytes_in = 0
+        try:
+            await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            raise HttpClientError(f"connection broke: {exc}") from exc
 
     async def aclose(self) -> None:
         """Close the socket (shielded: also runs while being cancelled)."""
@@ -99,12 +116,12 @@ class HttpResponse:
     :meth:`read`, then :meth:`aclose` (also fine before the end: the connection is then
     dropped instead of reused)."""
 
-    def __init__(self, pool: HttpPool, origin: Origin, conn: _Conn, resp: h11.Response) -> None:
+    def __init__(self, pool: HttpPool, origin: Origin, conn: _Conn, head: ResponseHead) -> None:
         self._pool = pool
         self._origin = origin
         self._conn: _Conn | None = conn
-        self.status = resp.status_code
-        self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in resp.headers}
+        self.status = head.status
+        self.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in head.headers}
         self._done = False
 
     @property
@@ -119,10 +136,13 @@ class HttpResponse:
             return
         while not self._done:
             ev = await conn.next_event()
-            if isinstance(ev, h11.Data):
-                yield bytes(ev.data)
-            elif isinstance(ev, (h11.EndOfMessage, h11.ConnectionClosed)):
+            if ev is END:
                 self._done = True
+            elif isinstance(ev, bytes):
+                if ev:
+                    yield ev
+            else:
+                raise HttpClientError(f"unexpected HTTP event {ev!r}")
 
     async def read(self, limit: int = 64 * 1024 * 1024) -> bytes:
         """The whole body."""
@@ -138,13 +158,7 @@ class HttpResponse:
         conn, self._conn = self._conn, None
         if conn is None:
             return
-        h = conn.h11
-        if self._done and h.our_state is h11.DONE and h.their_state is h11.DONE:
-            try:
-                h.start_next_cycle()
-            except h11.LocalProtocolError:
-                await conn.aclose()
-                return
+        if self._done and conn.reader is not None and conn.reader.reusable:
             self._pool._release(self._origin, conn)
         else:
             await conn.aclose()
@@ -164,13 +178,10 @@ class PendingResponse:
         """Wait for the response headers."""
         conn = self._conn
         try:
-            while True:
-                ev = await conn.next_event()
-                if isinstance(ev, h11.InformationalResponse):
-                    continue
-                if isinstance(ev, h11.Response):
-                    return HttpResponse(self._pool, self._origin, conn, ev)
-                raise HttpClientError(f"unexpected HTTP event {type(ev).__name__}")
+            ev = await conn.next_event()
+            if isinstance(ev, ResponseHead):
+                return HttpResponse(self._pool, self._origin, conn, ev)
+            raise HttpClientError(f"unexpected HTTP event {ev!r}")
         except HttpClientError:
             await conn.aclose()
             if not conn.reused or conn.bytes_in:
@@ -277,12 +288,7 @@ class HttpPool:
         h: list[tuple[str, str]] = [*([] if has_host else [("host", origin.authority)]), *headers]
         if body is not None:
             h.append(("content-length", str(len(body))))
-        conn.bytes_in = 0
-        head = h11.Request(method=method, target=target, headers=h)
-        if body:
-            await conn.send(head, h11.Data(data=body), h11.EndOfMessage())
-        else:
-            await conn.send(head, h11.EndOfMessage())
+        await conn.send_request(method, target, h, body)
 
     async def aclose(self) -> None:
         """Close every idle connection."""
