@@ -42,9 +42,6 @@ class ReplayTransport(Transport):
     ) -> None:
         self.matcher = matcher
         self.no_yield = no_yield
-        #: Whether the input delivered last was recorded as ``buffered`` (see
-        #: :attr:`mcpactor.transports.stream.StreamTransport.buffered`).
-        self.buffered = False
         self._coin_count = coin_count
         #: (input index, scheduler coins so far) for each input delivered after a yield
         #: that did not wait: the points where the schedule search may skip the yield.

@@ -270,7 +270,7 @@ class Session(WriterActor):
                     continue
                 assert isinstance(data, bytes)
                 if emit:
-                    await self._take(data, buffered=getattr(self.transport, "buffered", False))
+                    await self._take(data, buffered=self.transport.buffered)
                 else:
                     await self._take(data)
 

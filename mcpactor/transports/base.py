@@ -30,6 +30,10 @@ class Transport(abc.ABC):
     """One end of a message pipe. ``name`` appears in traces (``stdio``, ``http``, ...)."""
 
     name: str = "transport"
+    #: Whether the message :meth:`receive` returned last was handed out without yielding
+    #: to the scheduler (it had arrived with an earlier one). Stream transports set it;
+    #: the session traces it, so that a replay takes the same decision.
+    buffered: bool = False
 
     @abc.abstractmethod
     async def receive(self) -> bytes | Oversize:

@@ -16,10 +16,6 @@ class StreamTransport(Transport):
     """Frames messages as lines on a send stream and a receive stream."""
 
     name = "stream"
-    #: Whether the message :meth:`receive` returned last had arrived with an earlier one
-    #: (in the same read): it was handed out at once, without yielding to the scheduler.
-    #: Traced (``message_in``'s ``buffered``) so that a replay makes the same decision.
-    buffered = False
 
     def __init__(
         self,
@@ -35,7 +31,7 @@ class StreamTransport(Transport):
         self._eof = False
 
     async def receive(self) -> bytes | Oversize:
-        """The next line-framed message."""
+        """The next line-framed message (``buffered`` when it came in an earlier read)."""
         if self._ready:
             self.buffered = True
             return self._ready.popleft()
