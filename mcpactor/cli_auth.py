@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
-from mcpactor.auth.resource_server import ResourceServer
+if TYPE_CHECKING:  # the auth stack (PyJWT, cryptography) loads only when a flag asks for it
+    from mcpactor.auth.resource_server import ResourceServer
 
 __all__ = ["CLIENT_ID_ENV", "CLIENT_SECRET_ENV", "add_auth_arguments", "resource_server"]
 
@@ -46,12 +48,13 @@ def resource_server(args: argparse.Namespace) -> ResourceServer | None:
 
     Raises ValueError with a message for the user when the options do not fit together.
     """
-    from mcpactor.auth.verifier import IntrospectionVerifier, JwtVerifier, TokenVerifier
-    from mcpactor.transports.http_client import split_url
-
     given = [flag for flag in _FLAGS if getattr(args, flag[2:].replace("-", "_"))]
     if not given:
         return None
+    from mcpactor.auth.resource_server import ResourceServer
+    from mcpactor.auth.verifier import IntrospectionVerifier, JwtVerifier, TokenVerifier
+    from mcpactor.transports.http_client import split_url
+
     if args.auth_issuer is None:
         verb = "needs" if len(given) == 1 else "need"
         raise ValueError(f"{', '.join(given)} {verb} --auth-issuer URL (the authorization "
