@@ -82,14 +82,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         return 130
-    except OSError as exc:
+    except OSError as exc:  # a bind that fails: Server.run raises it as itself
         raise CliError(_serve_error(exc, args)) from None
-    except BaseExceptionGroup as group:
-        # The listeners start inside nurseries: a bind that fails arrives in a group.
-        error = os_error_in(group)
-        if error is None:
-            raise
-        raise CliError(_serve_error(error, args)) from None
     return 0
 
 
@@ -108,18 +102,6 @@ def _check_trace_folder(folder: str) -> None:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise CliError(f"--trace {folder}: the folder is not writable; pick one this user "
                        "can write")
-
-
-def os_error_in(group: BaseExceptionGroup[BaseException]) -> OSError | None:
-    """The first OSError of an exception group made of OSErrors only, else None (what
-    failed to start inside a nursery: a bind, a spawn)."""
-    matched, rest = group.split(OSError)
-    if matched is None or rest is not None:
-        return None
-    first: BaseException = matched
-    while isinstance(first, BaseExceptionGroup):
-        first = first.exceptions[0]
-    return first if isinstance(first, OSError) else None
 
 
 def _serve_error(exc: OSError, args: argparse.Namespace) -> str:

@@ -89,19 +89,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
         return serve_trace(trace, timeout=args.timeout)
     if args.against:
-        from mcpactor.cli import os_error_in
+        from mcpactor.session.groups import plain_errors
         from replay.live import replay_against
 
         try:
-            return replay_against(trace, args.against, timeout=args.timeout, out=sys.stdout)
+            # The server process is started inside a nursery: its OSError, as itself.
+            with plain_errors():
+                return replay_against(trace, args.against, timeout=args.timeout,
+                                      out=sys.stdout)
         except OSError as exc:
             raise _cli_error(_against_error(args.against, exc)) from None
-        except BaseExceptionGroup as group:
-            # The server process is started inside a nursery.
-            error = os_error_in(group)
-            if error is None:
-                raise
-            raise _cli_error(_against_error(args.against, error)) from None
     from replay.engine import ReplayError, ReplayOptions, replay
     from replay.render import event_line
     from replay.report import print_verdict
