@@ -43,14 +43,7 @@ async def connect_http(
     from mcpactor.transports.http_client import split_url
     from mcpactor.transports.streamable_client import StreamableHttpClientTransport
 
-    # [auth] OAuth rides on the pool: every request the transport makes gets the token.
-    if auth is not None:
-        from mcpactor.auth.http_auth import AuthorizedPool
-
-        if pool is not None and not isinstance(pool, AuthorizedPool):
-            raise TypeError("pass either auth= or a plain pool=, not both")
-        pool = pool or AuthorizedPool(auth)
-
+    pool = _authorized(pool, auth)
     split_url(url)  # a malformed URL is the caller's ValueError now, not a failed session
 
     async def start(nursery: trio.Nursery) -> Transport:
@@ -65,18 +58,28 @@ async def connect_http(
 
 @asynccontextmanager
 async def connect_sse(
-    url: str, *, headers: dict[str, str] | None = None, **options: Any
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    pool: HttpPool | None = None,
+    auth: OAuthClient | None = None,
+    **options: Any,
 ) -> AsyncIterator[Client]:
-    """Connect to a legacy HTTP+SSE server (protocol 2024-11-05) at its SSE URL."""
+    """Connect to a legacy HTTP+SSE server (protocol 2024-11-05) at its SSE URL.
+
+    ``headers``, ``pool`` and ``auth`` (OAuth 2.1 for the stream and every POST) as for
+    :func:`connect_http`; ``options`` are those of :func:`connect_transport`.
+    """
     from mcpactor.protocol.versions import V2024_11_05
     from mcpactor.transports.http_client import split_url
     from mcpactor.transports.legacy_sse_client import LegacySseClientTransport
 
     options.setdefault("protocol_version", V2024_11_05)
     split_url(url)
+    pool = _authorized(pool, auth)
 
     async def start(nursery: trio.Nursery) -> Transport:
-        transport = LegacySseClientTransport(url, nursery, headers=headers)
+        transport = LegacySseClientTransport(url, nursery, headers=headers, pool=pool)
         try:
             await transport.connect()
         except BaseException:
@@ -86,6 +89,17 @@ async def connect_sse(
 
     async with _connect_with_nursery(start, options) as client:
         yield client
+
+
+def _authorized(pool: HttpPool | None, auth: OAuthClient | None) -> HttpPool | None:
+    # [auth] OAuth rides on the pool: every request the transport makes gets the token.
+    if auth is None:
+        return pool
+    from mcpactor.auth.http_auth import AuthorizedPool
+
+    if pool is not None and not isinstance(pool, AuthorizedPool):
+        raise TypeError("pass either auth= or a plain pool=, not both")
+    return pool or AuthorizedPool(auth)
 
 
 @asynccontextmanager

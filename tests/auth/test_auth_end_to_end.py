@@ -12,7 +12,7 @@ import pytest
 import trio
 from oauth_stub import LateVerifier, oauth_stack, pkce_s256
 
-from mcpactor import connect_http
+from mcpactor import connect_http, connect_sse
 from mcpactor.auth import (
     AuthorizationCodeGrant,
     AuthorizationError,
@@ -25,6 +25,7 @@ from mcpactor.auth import (
 )
 from mcpactor.auth.verifier import JwtVerifier
 from mcpactor.protocol.errors import RequestError
+from mcpactor.transports.base import TransportClosed
 
 
 def _browser(url: str) -> None:
@@ -246,3 +247,28 @@ async def test_stored_registration_for_another_redirect_uri_is_replaced() -> Non
             fresh = await storage.get_client(st.as_url)
             assert fresh is not None and fresh.client_id != "stale"
             assert fresh.redirect_uris == ["http://127.0.0.1:9/callback"]
+
+
+async def test_the_legacy_sse_client_gets_through_with_oauth_too() -> None:
+    # The 2024-11-05 endpoints (GET /sse, POST /messages) sit behind the same resource
+    # server: the stream's 401 starts the flow, every POST carries the token.
+    with trio.fail_after(20):
+        async with oauth_stack() as st:
+            st.auth.clients["machine"] = {"client_id": "machine", "client_secret": "s3cret-machine"}
+            auth = OAuthClient(st.mcp_url, grant=ClientCredentialsGrant(),
+                               config=ClientConfig(client_id="machine", client_secret="s3cret-machine"))
+            sse_url = st.mcp_url.rsplit("/mcp", 1)[0] + "/sse"
+            async with connect_sse(sse_url, auth=auth, timeout=10) as client:
+                assert client.protocol_version == "2024-11-05"
+                assert _who(await client.call_tool("whoami", {})) == ("machine", {"mcp:read"})
+            [tok] = st.auth.requests("/token")
+            assert tok.form["resource"] == st.mcp_url
+
+
+async def test_the_legacy_sse_endpoint_refuses_a_client_without_a_token() -> None:
+    with trio.fail_after(20):
+        async with oauth_stack() as st:
+            sse_url = st.mcp_url.rsplit("/mcp", 1)[0] + "/sse"
+            with pytest.raises(TransportClosed, match="answered HTTP 401"):
+                async with connect_sse(sse_url, timeout=5, init_timeout=5):
+                    pass
