@@ -141,12 +141,17 @@ async def test_step_up_gives_up_after_the_retry_limit() -> None:
             assert 2 <= len(st.auth.requests("/authorize")) <= 4
 
 
+def _machine_client(st: Any) -> OAuthClient:
+    """A confidential client the stub knows, using the client-credentials grant."""
+    st.auth.clients["machine"] = {"client_id": "machine", "client_secret": "s3cret-machine"}
+    return OAuthClient(st.mcp_url, grant=ClientCredentialsGrant(),
+                       config=ClientConfig(client_id="machine", client_secret="s3cret-machine"))
+
+
 async def test_client_credentials_grant() -> None:
     with trio.fail_after(20):
         async with oauth_stack() as st:
-            st.auth.clients["machine"] = {"client_id": "machine", "client_secret": "s3cret-machine"}
-            auth = OAuthClient(st.mcp_url, grant=ClientCredentialsGrant(),
-                               config=ClientConfig(client_id="machine", client_secret="s3cret-machine"))
+            auth = _machine_client(st)
             async with connect_http(st.mcp_url, auth=auth, timeout=10) as client:
                 assert _who(await client.call_tool("whoami", {})) == ("machine", {"mcp:read"})
             [tok] = st.auth.requests("/token")
@@ -254,9 +259,7 @@ async def test_the_legacy_sse_client_gets_through_with_oauth_too() -> None:
     # server: the stream's 401 starts the flow, every POST carries the token.
     with trio.fail_after(20):
         async with oauth_stack() as st:
-            st.auth.clients["machine"] = {"client_id": "machine", "client_secret": "s3cret-machine"}
-            auth = OAuthClient(st.mcp_url, grant=ClientCredentialsGrant(),
-                               config=ClientConfig(client_id="machine", client_secret="s3cret-machine"))
+            auth = _machine_client(st)
             sse_url = st.mcp_url.rsplit("/mcp", 1)[0] + "/sse"
             async with connect_sse(sse_url, auth=auth, timeout=10) as client:
                 assert client.protocol_version == "2024-11-05"
