@@ -106,7 +106,6 @@ class ResponseReader:
         self._eof = False
         self._state = "head"  # head, length, chunk-size, chunk-data, chunk-end, trailer, close, done
         self._left = 0  # body bytes still due (length, chunk-data)
-        self.head: ResponseHead | None = None
         self._keep_alive = False
 
     def feed(self, data: bytes) -> None:
@@ -203,8 +202,7 @@ class ResponseReader:
         tokens = {t.strip() for t in connection.split(b",")}
         self._keep_alive = version == "1.1" and b"close" not in tokens
         self._frame(status, headers)
-        self.head = ResponseHead(status, headers, version)
-        return self.head
+        return ResponseHead(status, headers, version)
 
     def _frame(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
         # RFC 9112 section 6.3, in its order.
