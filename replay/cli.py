@@ -33,11 +33,16 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "replay",
         help="re-execute a recorded session deterministically and compare",
-        description="Replay a server-side trace against the real handler code on a virtual "
-        "clock; exit 0 if every recorded event happens again, 1 at the first divergence.",
+        description="Replay a trace against the real code on a virtual clock (a server-side "
+        "trace: the server's handlers; a client-side trace: the client code); exit 0 if "
+        "every recorded event happens again, 1 at the first divergence.",
     )
     p.add_argument("trace", help="the JSONL trace")
-    p.add_argument("--server", metavar="MODULE:ATTR", help="server entry point (default: the header's)")
+    p.add_argument("--server", metavar="MODULE:ATTR",
+                   help="server entry point of a server-side trace (default: the header's)")
+    p.add_argument("--client", metavar="MODULE:ATTR",
+                   help="client code of a client-side trace, an `async def main(client)` or "
+                        "a ClientScript (default: the header's)")
     from mcpactor.cli import positive_float, positive_int
 
     p.add_argument("--until", type=positive_int, metavar="N", help="stop after event N")
@@ -112,6 +117,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     options = ReplayOptions(
         server=args.server,
+        client=args.client,
         until=args.until,
         break_at=args.break_at,
         on_step=on_step if args.step else None,

@@ -35,7 +35,8 @@ _INPUTS = 3
 
 
 def replay(trace: Trace, options: ReplayOptions = ReplayOptions()) -> ReplayResult:  # noqa: B008
-    """Re-execute ``trace`` (a server-side trace) against its real server code.
+    """Re-execute ``trace`` against its real code: the server of a server-side trace, the
+    client code (``main(client)``, see :mod:`mcpactor.client.script`) of a client-side one.
 
     Inputs are delivered at their recorded points, which settles every race between
     the peer and the session. Races among the session's own tasks (two handlers, a
@@ -48,29 +49,38 @@ def replay(trace: Trace, options: ReplayOptions = ReplayOptions()) -> ReplayResu
     (each actor's own events in order, interleaving free) decides. The search is
     deterministic: a trace replays to the same run, byte for byte, every time.
     """
-    if trace.role != "server":
-        raise ReplayError(
-            f"this is a {trace.role}-side trace; replay re-runs server code "
-            "(use `mcpactor trace show` to read it)"
-        )
-    spec = options.server or trace.header.get("entry_point")
-    if not spec:
-        raise ReplayError("the trace header names no entry point: pass --server module:attr")
+    spec = _entry_point(trace, options)
     quiet = attrs.evolve(options, on_step=None, on_break=None, break_at=None)
     interactive = options.on_step is not None or options.break_at is not None
     # The handlers' own logging would repeat once per run of the search; an interactive
     # replay (stepping, a breakpoint) shows it, once.
     with _logging_off(not interactive):
-        found, attempts = _search(trace, str(spec), quiet)
+        found, attempts = _search(trace, spec, quiet)
         if found is None and not interactive:
-            found = run_once(trace, str(spec), options, Schedule(exact=False))
+            found = run_once(trace, spec, options, Schedule(exact=False))
             attempts += 1
     if interactive:
         schedule = found.result.schedule if found is not None else Schedule(exact=False)
-        found = run_once(trace, str(spec), options, schedule)
+        found = run_once(trace, spec, options, schedule)
         attempts += 1
     assert found is not None
     return attrs.evolve(found.result, attempts=attempts)
+
+
+def _entry_point(trace: Trace, options: ReplayOptions) -> str:
+    """The code to run: the option for the trace's side, else the header's."""
+    role = trace.role
+    if role not in ("server", "client"):
+        raise ReplayError(f"this trace's role is {role!r}: only server and client traces "
+                          "replay (use `mcpactor trace show` to read it)")
+    mine, other = ("client", "server") if role == "client" else ("server", "client")
+    if getattr(options, other) is not None:
+        raise ReplayError(f"this is a {role}-side trace: it replays {role} code "
+                          f"(--{mine} MODULE:ATTR), not --{other}")
+    spec = getattr(options, mine) or trace.header.get("entry_point")
+    if not spec:
+        raise ReplayError(f"the trace header names no entry point: pass --{mine} module:attr")
+    return str(spec)
 
 
 @contextmanager

@@ -1,6 +1,7 @@
 """Replaying one side of a trace against a live peer.
 
-``replay_against``: the recorded client side is sent to a live server (a command
+Either side of a server trace or a client trace: :func:`sides` says which events are
+whose. ``replay_against``: the recorded client side is sent to a live server (a command
 spawned over stdio, or a Streamable HTTP URL), each input once the live server has
 sent as many messages as the recording had before it; the server's answers are then
 compared with the recorded ones.
@@ -28,6 +29,14 @@ from replay.trace import Event, Trace
 
 def _is_msg(ev: Event, kind: str) -> bool:
     return ev.kind == kind and ("msg" in ev.data or "raw" in ev.data)
+
+
+def sides(trace: Trace) -> tuple[str, str]:
+    """The event kinds of (the client's messages, the server's messages) in ``trace``:
+    a server records what the client sent as ``message_in``, a client as ``message_out``."""
+    if trace.role == "client":
+        return "message_out", "message_in"
+    return "message_in", "message_out"
 
 
 def _payload(ev: Event) -> bytes:
@@ -76,14 +85,16 @@ async def _drive(trace: Trace, target: str, timeout: float) -> tuple[list[Any], 
             return False
 
         nursery.start_soon(reader)
+        client_kind, server_kind = sides(trace)
         outs_before = 0
         started = trio.current_time()
         first_t: float | None = None
         for ev in trace.events:
-            if _is_msg(ev, "message_out"):
+            if _is_msg(ev, server_kind):
                 outs_before += 1
                 continue
-            if not (ev.is_input and ev.kind in ("message_in", "transport_closed")):
+            if not (_is_msg(ev, client_kind)
+                    or (ev.kind == "transport_closed" and trace.role == "server")):
                 continue
             if not await wait_outputs(outs_before):
                 notes.append(f"event #{ev.seq}: the live server sent {len(got)} message(s) where "
@@ -102,7 +113,7 @@ async def _drive(trace: Trace, target: str, timeout: float) -> tuple[list[Any], 
 
 def replay_against(trace: Trace, target: str, *, timeout: float, out: TextIO) -> int:
     """Send the recorded client side to ``target``; 0 if every answer matches."""
-    expected = [ev for ev in trace.events if _is_msg(ev, "message_out")]
+    expected = [ev for ev in trace.events if _is_msg(ev, sides(trace)[1])]
     got, notes = trio.run(_drive, trace, target, timeout)
     for note in notes:
         print(f"note: {note}", file=out)
@@ -137,7 +148,8 @@ async def _serve(trace: Trace, timeout: float, err: TextIO) -> int:
     received: list[Any] = []
     arrived = trio.Condition()
     mismatches = 0
-    inputs = [ev for ev in trace.events if _is_msg(ev, "message_in")]
+    client_kind, server_kind = sides(trace)
+    inputs = [ev for ev in trace.events if _is_msg(ev, client_kind)]
 
     async def reader() -> None:
         nonlocal mismatches
@@ -169,11 +181,11 @@ async def _serve(trace: Trace, timeout: float, err: TextIO) -> int:
         gate_time = trio.current_time()
         last_in_t = 0.0
         for ev in trace.events:
-            if _is_msg(ev, "message_in"):
+            if _is_msg(ev, client_kind):
                 ins_before += 1
                 last_in_t = ev.t
                 continue
-            if not _is_msg(ev, "message_out"):
+            if not _is_msg(ev, server_kind):
                 continue
             with trio.move_on_after(timeout) as waited:
                 async with arrived:

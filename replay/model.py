@@ -15,7 +15,8 @@ class ReplayError(Exception):
 class ReplayOptions:
     """How to replay.
 
-    ``server`` overrides the header's entry point; ``until`` stops after event
+    ``server`` (for a server-side trace) or ``client`` (a client-side one) overrides the
+    header's entry point; ``until`` stops after event
     ``until``; ``break_at`` calls ``on_break`` just before event ``break_at``; ``on_step``
     sees every reproduced event; ``grace`` is how many virtual seconds past its recorded
     time an event may be late before the replay counts as stalled; ``schedules`` bounds
@@ -23,6 +24,7 @@ class ReplayOptions:
     """
 
     server: str | None = None
+    client: str | None = None
     until: int | None = None
     break_at: int | None = None
     on_step: StepHook | None = None

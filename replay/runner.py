@@ -52,6 +52,27 @@ def load_server(spec: str, trace_path: Path | None = None) -> Any:
     """Load a fresh instance of the server at ``spec`` (module state starts anew)."""
     from mcpactor.server.app import Server
 
+    obj = _load_fresh(spec, trace_path)
+    if not isinstance(obj, Server):
+        raise ReplayError(f"{spec} is a {type(obj).__name__}, not an mcpactor Server")
+    return obj
+
+
+def load_client(spec: str, trace_path: Path | None = None) -> Any:
+    """Load the client code at ``spec`` afresh, as a ClientScript."""
+    from mcpactor.client.script import as_client_script
+    from mcpactor.server.app import Server
+
+    obj = _load_fresh(spec, trace_path)
+    script = None if isinstance(obj, Server) else as_client_script(obj)
+    if script is None:
+        raise ReplayError(
+            f"{spec} is a {type(obj).__name__}: a client trace replays client code, an "
+            "`async def main(client)` or a mcpactor.client.script.ClientScript")
+    return script
+
+
+def _load_fresh(spec: str, trace_path: Path | None) -> Any:
     spec = resolve_entry_point(spec, trace_path)
     target = spec.partition(":")[0]
     if not (target.endswith(".py") or "/" in target) and target in sys.modules:
@@ -64,14 +85,12 @@ def load_server(spec: str, trace_path: Path | None = None) -> Any:
         obj = load_entry_point(spec)
     except EntryPointError as exc:
         raise ReplayError(f"cannot load the entry point: {exc}") from None
-    if not isinstance(obj, Server):
-        raise ReplayError(f"{spec} is a {type(obj).__name__}, not an mcpactor Server")
     return obj
 
 
 def run_once(trace: Trace, spec: str, options: ReplayOptions, schedule: Schedule) -> Run:
-    """Replay ``trace`` once against a freshly loaded server."""
-    server = load_server(spec, trace.path)
+    """Replay ``trace`` once against freshly loaded code (the server, or the client)."""
+    subject = (load_client if trace.role == "client" else load_server)(spec, trace.path)
     seeds = dict(trace.header.get("seeds") or {})
     base = seeds.get("scheduler")
     coins = ScriptedCoins(base if isinstance(base, int) else 0, schedule.forced)
@@ -80,7 +99,7 @@ def run_once(trace: Trace, spec: str, options: ReplayOptions, schedule: Schedule
     apply_seeds({"random": seeds.get("random")})
     box: dict[str, Any] = {}
     try:
-        trio.run(_main, server, trace, options, schedule, coins, box, clock=new_clock())
+        trio.run(_main, subject, trace, options, schedule, coins, box, clock=new_clock())
     finally:
         install_coins(previous)
         random.setstate(saved_random)
@@ -98,7 +117,7 @@ def run_once(trace: Trace, spec: str, options: ReplayOptions, schedule: Schedule
 
 
 async def _main(
-    server: Any,
+    subject: Any,
     trace: Trace,
     options: ReplayOptions,
     schedule: Schedule,
@@ -110,7 +129,7 @@ async def _main(
     clock = header.get("clock") or {}
     recorder = MemoryRecorder(
         TraceHeader(
-            role="server",
+            role=trace.role,
             transport=str(header.get("transport")),
             entry_point=header.get("entry_point"),
             protocol_version=header.get("protocol_version"),
@@ -139,8 +158,6 @@ async def _main(
         coin_count=lambda: len(coins.decisions),
     )
     box["transport"] = transport
-    session = server.new_session(transport, tracer=matcher, session_id=trace.session)
-    transport.close_session = session.close
     if trace.events and trace.events[0].t > 0:
         # Start where the recording did: its clock origin may predate the session (the
         # recorder is made first), and later waits are measured from the same origin.
@@ -150,7 +167,12 @@ async def _main(
     try:
         with trio.CancelScope() as scope:
             matcher.scope = scope
-            await session.run()
+            if trace.role == "client":
+                await _run_client(subject, trace, transport, matcher)
+            else:
+                session = subject.new_session(transport, tracer=matcher, session_id=trace.session)
+                transport.close_session = session.close
+                await session.run()
     except Exception as exc:
         # The replayed session died of an exception (an actor's bug): a divergence only
         # if the recording did not die the same way, which check_complete() decides.
@@ -160,3 +182,36 @@ async def _main(
     matcher.check_complete()
     recorder.close()
     box["elapsed"] = trio.current_time()
+
+
+async def _run_client(script: Any, trace: Trace, transport: ReplayTransport,
+                      matcher: Matcher) -> None:
+    """The client code, connected as it was when recorded: its own failure (traced as
+    ``client_failed``, which the matcher compares) is the recording's outcome too, not
+    the replay's."""
+    from mcpactor.client.client import connect_transport
+
+    options = script.connect_options()
+    sent = _recorded_initialize(trace)
+    if "client_info" not in options and isinstance(sent.get("clientInfo"), dict):
+        options["client_info"] = sent["clientInfo"]
+    if "protocol_version" not in options and isinstance(sent.get("protocolVersion"), str):
+        options["protocol_version"] = sent["protocolVersion"]
+    try:
+        async with connect_transport(transport, tracer=matcher, session_id=trace.session,
+                                     **options) as client:
+            await script.main(client)
+    except Exception:
+        # Traced by connect_transport (client_failed) when it came from the client code;
+        # anything else shows as a missing or different event.
+        pass
+
+
+def _recorded_initialize(trace: Trace) -> dict[str, Any]:
+    """The params of the ``initialize`` request the recorded client sent."""
+    for ev in trace.events:
+        msg = ev.data.get("msg") if ev.kind == "message_out" else None
+        if isinstance(msg, dict) and msg.get("method") == "initialize":
+            params = msg.get("params")
+            return params if isinstance(params, dict) else {}
+    return {}

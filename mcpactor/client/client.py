@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -284,6 +285,11 @@ def _page(cursor: str | None) -> dict[str, Any] | None:
     return {"cursor": cursor} if cursor is not None else None
 
 
+def _one_tracer(trace: object, tracer: object) -> None:
+    if trace is not None and tracer is not None:
+        raise ValueError("pass trace= (a file to record to) or tracer=, not both")
+
+
 @asynccontextmanager
 async def connect_transport(
     transport: Transport,
@@ -295,15 +301,34 @@ async def connect_transport(
     init_timeout: float | None = 30.0,
     tracer: Tracer | None = None,
     limits: Limits = Limits(),  # noqa: B008 - frozen
+    trace: str | os.PathLike[str] | None = None,
+    entry_point: str | None = None,
+    session_id: str | None = None,
 ) -> AsyncIterator[Client]:
-    """Open a client session over any transport and initialize it."""
+    """Open a client session over any transport and initialize it.
+
+    ``trace`` records the session to that JSONL file (see ``docs/trace-format.md``);
+    ``entry_point`` (``module:attr`` or ``path/file.py:attr``) names the client code the
+    session runs, an ``async def main(client)`` or a
+    :class:`~mcpactor.client.script.ClientScript`, so that ``mcpactor replay TRACE`` can
+    run it again against the recorded server. ``tracer`` takes any other
+    :class:`~mcpactor.tracing.Tracer` instead. ``session_id`` fixes the session's id
+    (default: a fresh one).
+    """
+    if trace is not None:
+        _one_tracer(trace, tracer)
+        from mcpactor.tracing.recorder import JsonlRecorder, TraceHeader
+
+        tracer = JsonlRecorder(trace, TraceHeader(
+            role="client", transport=transport.name, entry_point=entry_point))
     handlers = handlers or ClientHandlers()
     conn = Connection(
         Role.CLIENT,
         info=client_info or {"name": "mcpactor-client", "version": __version__},
         capabilities=handlers.capabilities(),
     )
-    session = Session(transport, conn, _ClientHandler(handlers), tracer=tracer, limits=limits)
+    session = Session(transport, conn, _ClientHandler(handlers), tracer=tracer, limits=limits,
+                      session_id=session_id)
     with plain_errors():
         async with trio.open_nursery() as nursery:
             await nursery.start(session.run)
@@ -311,6 +336,12 @@ async def connect_transport(
             try:
                 await client._initialize(protocol_version, init_timeout)
                 yield client
+            except Exception as exc:
+                # The client code's own failure is part of the session's story: a replay
+                # of the trace must fail the same way to be faithful.
+                if tracer is not None:
+                    tracer.emit(session.id, "client", "client_failed", {"error": repr(exc)})
+                raise
             finally:
                 session.close("client closed")
                 with trio.CancelScope(shield=True):
@@ -330,14 +361,19 @@ async def connect_stdio(
     init_timeout: float | None = 30.0,
     tracer: Tracer | None = None,
     shutdown_timeout: float = 2.0,
+    limits: Limits = Limits(),  # noqa: B008 - frozen
+    trace: str | os.PathLike[str] | None = None,
+    entry_point: str | None = None,
 ) -> AsyncIterator[Client]:
     """Spawn ``command`` as an MCP server over stdio and connect to it.
 
     On exit the server is shut down as the spec says: stdin closed, then SIGTERM, then
-    SIGKILL if it does not exit within ``shutdown_timeout`` seconds each.
+    SIGKILL if it does not exit within ``shutdown_timeout`` seconds each. ``trace`` and
+    ``entry_point`` record the session for replay (see :func:`connect_transport`).
     """
     from mcpactor.transports.stdio import StdioClientTransport
 
+    _one_tracer(trace, tracer)
     transport = await StdioClientTransport.spawn(
         command, env=env, cwd=cwd, shutdown_timeout=shutdown_timeout
     )
@@ -351,6 +387,9 @@ async def connect_stdio(
             timeout=timeout,
             init_timeout=init_timeout,
             tracer=tracer,
+            limits=limits,
+            trace=trace,
+            entry_point=entry_point,
         ) as client:
             initialized = True
             yield client

@@ -119,11 +119,19 @@ def test_break_at_stops_just_before_the_event(monkeypatch: pytest.MonkeyPatch) -
     assert "#16" in steps and "#15" in steps
 
 
-def test_client_side_traces_are_refused_clearly(tmp_path: Path) -> None:
+def test_a_trace_whose_side_does_not_match_its_code_is_refused_clearly(tmp_path: Path) -> None:
+    # A server trace relabelled as a client's: its entry point is a server, not client
+    # code (client traces themselves replay: test_replay_client.py).
     path = tmp_path / "client.jsonl"
     path.write_bytes(GOOD.read_bytes().replace(b'"role":"server"', b'"role":"client"', 1))
-    code, _, err = run_cli("replay", str(path))
-    assert code == 2 and "client-side trace" in err
+    code, _, err = run_cli("replay", str(path), "--client", RACE_SERVER)
+    assert code == 2 and "is a Server: a client trace replays client code" in err
+    code, _, err = run_cli("replay", str(path), "--server", RACE_SERVER)
+    assert code == 2 and "this is a client-side trace" in err
+    odd = tmp_path / "odd.jsonl"
+    odd.write_bytes(GOOD.read_bytes().replace(b'"role":"server"', b'"role":"proxy"', 1))
+    code, _, err = run_cli("replay", str(odd))
+    assert code == 2 and "only server and client traces replay" in err
 
 
 def test_the_server_option_overrides_the_header(tmp_path: Path) -> None:
