@@ -5,7 +5,8 @@
 
 Each scenario drives ``traces/servers/race_server.py`` with a scripted client on an
 in-memory pipe, under Trio's virtual clock, and checks that the race came out the way
-the scenario is about; where the outcome depends on scheduling, seeds are tried in
+the scenario is about (the ``client_side_*`` scenarios record the client's side instead:
+real client code from ``clients/race_clients.py`` against the race server); where the outcome depends on scheduling, seeds are tried in
 turn until one produces it (the seed is in the trace header).
 """
 
@@ -262,6 +263,75 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+# -- client-side scenarios: the client records, its code is the entry point -------------
+
+
+def check_client_side_first_done_first(ev: Events) -> bool:
+    failed = kinds(ev, "client_failed")
+    return len(failed) == 1 and "answers came back as ['short', 'long']" in failed[0]["error"]
+
+
+def check_client_side_timeout_same_instant(ev: Events) -> bool:
+    fired = kinds(ev, "timer_fired")
+    answer = index_of(ev, lambda e: e["kind"] == "message_in" and e["msg"].get("id") == 2)
+    return len(fired) == 1 and answer >= 0 and ev[answer]["t"] == fired[0]["t"]
+
+
+@attrs.frozen
+class ClientScenario:
+    """Client code (``clients/race_clients.py:NAME``) run against the race server with
+    the client recording, and the check that the race happened as intended."""
+
+    check: Callable[[Events], bool]
+    doc: str
+
+
+CLIENT_SCENARIOS: dict[str, ClientScenario] = {
+    "client_side_first_done_first": ClientScenario(
+        check_client_side_first_done_first,
+        "client check-then-act: it assumes the first call it made is answered first"),
+    "client_side_timeout_same_instant": ClientScenario(
+        check_client_side_timeout_same_instant,
+        "a client's request timeout firing at the instant the answer arrives"),
+}
+CLIENT_CODE = "clients/race_clients.py"
+
+
+async def _client_session(path: Path, seed: int, name: str, entry: str) -> None:
+    from mcpactor.client import connect_transport
+    from mcpactor.transports.memory import memory_pair
+
+    server = load_entry_point(f"{HERE / ENTRY_POINT.partition(':')[0]}:server")
+    main = load_entry_point(f"{HERE / CLIENT_CODE}:{name.removeprefix('client_side_')}")
+    server_side, client_side = memory_pair()
+    recorder = JsonlRecorder(
+        path,
+        TraceHeader(role="client", transport="memory", entry_point=entry,
+                    seeds={"scheduler": seed, "random": seed}),
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.serve, server_side)
+        try:
+            with trio.fail_after(3600):
+                async with connect_transport(client_side, tracer=recorder,
+                                             session_id=name) as client:
+                    await main(client)
+        except AssertionError:
+            pass  # the client's own bug, traced as client_failed: what the scenario is for
+        nursery.cancel_scope.cancel()
+
+
+def _run_client_once(name: str, seed: int, path: Path) -> Events:
+    attr = name.removeprefix("client_side_")
+    entry = f"{CLIENT_CODE}:{attr}"
+    if path.resolve().parent != HERE:
+        entry = f"{HERE / CLIENT_CODE}:{attr}"
+    trio.run(_client_session, path, seed, name, entry,
+             clock=trio.testing.MockClock(autojump_threshold=0))
+    lines = path.read_bytes().splitlines()
+    return [orjson.loads(x) for x in lines[1:]]
+
+
 async def _session(scenario: Scenario, path: Path, seed: int, name: str, entry: str) -> None:
     # A fresh module per recording: module state (the bank) starts as the replay's does.
     server = load_entry_point(f"{HERE / ENTRY_POINT.partition(':')[0]}:server")
@@ -281,6 +351,8 @@ async def _session(scenario: Scenario, path: Path, seed: int, name: str, entry: 
 
 def run_once(name: str, seed: int, path: Path) -> Events:
     """Record scenario ``name`` with ``seed`` to ``path``; return its events."""
+    if name in CLIENT_SCENARIOS:
+        return _run_client_once(name, seed, path)
     # Relative to the trace file inside traces/ (the corpus moves with the checkout);
     # absolute for traces written elsewhere (tests).
     entry = ENTRY_POINT
@@ -296,8 +368,9 @@ def record(name: str, directory: Path = HERE, max_seeds: int = 500) -> int:
     """Record ``name`` into ``directory``, trying seeds until the race comes out as
     intended; returns the seed used."""
     path = directory / f"{name}.jsonl"
+    check = (CLIENT_SCENARIOS[name] if name in CLIENT_SCENARIOS else SCENARIOS[name]).check
     for seed in range(1, max_seeds + 1):
-        if SCENARIOS[name].check(run_once(name, seed, path)):
+        if check(run_once(name, seed, path)):
             return seed
     path.unlink()
     raise RuntimeError(f"{name}: no seed in 1..{max_seeds} produced the intended race")
@@ -307,10 +380,11 @@ def main(argv: list[str]) -> int:
     import logging
 
     logging.disable(logging.CRITICAL)  # the crash scenario logs its traceback by design
-    names = argv or list(SCENARIOS)
+    names = argv or [*SCENARIOS, *CLIENT_SCENARIOS]
     for name in names:
         seed = record(name)
-        print(f"{name:<24} seed {seed:<4} {SCENARIOS[name].doc}")
+        doc = (CLIENT_SCENARIOS[name] if name in CLIENT_SCENARIOS else SCENARIOS[name]).doc
+        print(f"{name:<34} seed {seed:<4} {doc}")
     return 0
 
 

@@ -109,6 +109,26 @@ def _slow_progress(ev: Events) -> None:
     assert answers(ev, 1)[0]["result"]["content"][0]["text"] == "done"
 
 
+def _client_side_first_done_first(ev: Events) -> None:
+    # The client's two calls were answered in the reverse order; its check failed.
+    ids = {e["msg"]["params"]["arguments"]["seconds"]: e["msg"]["id"]
+           for e in kinds(ev, "message_out") if e["msg"].get("method") == "tools/call"}
+    answered = [e["msg"]["id"] for e in kinds(ev, "message_in") if "result" in e["msg"]]
+    assert answered[-2:] == [ids[0.1], ids[0.5]]
+    [failed] = kinds(ev, "client_failed")
+    assert failed["error"] == "AssertionError(\"answers came back as ['short', 'long']\")"
+
+
+def _client_side_timeout_same_instant(ev: Events) -> None:
+    [fired] = kinds(ev, "timer_fired")
+    answer = next(e for e in kinds(ev, "message_in") if e["msg"].get("id") == 2)
+    assert answer["t"] == fired["t"] == 1.0 and fired["seq"] < answer["seq"]
+    # The timer won: the late answer was dropped, and the client's next call says so.
+    assert "cancelled request 2" in kinds(ev, "message_dropped")[0]["reason"]
+    calls = [e["msg"] for e in kinds(ev, "message_out") if e["msg"].get("method") == "tools/call"]
+    assert calls[-1]["params"]["arguments"] == {"seconds": 0.0}
+
+
 OUTCOMES: dict[str, Callable[[Events], None]] = {
     "late_cancel": _late_cancel,
     "cancel_before_start": _cancel_before_start,
@@ -122,6 +142,8 @@ OUTCOMES: dict[str, Callable[[Events], None]] = {
     "crash_mid_stream": _crash_mid_stream,
     "racy_withdraw": _racy_withdraw,
     "slow_progress": _slow_progress,
+    "client_side_first_done_first": _client_side_first_done_first,
+    "client_side_timeout_same_instant": _client_side_timeout_same_instant,
 }
 
 

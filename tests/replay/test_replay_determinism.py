@@ -64,7 +64,7 @@ def test_every_scenario_recorded_afresh_replays_exactly(tmp_path: Path) -> None:
     record = record_module()
     logging.disable(logging.CRITICAL)
     try:
-        for name in record.SCENARIOS:
+        for name in [*record.SCENARIOS, *record.CLIENT_SCENARIOS]:
             for seed in (3, 4):
                 path = tmp_path / f"{name}-{seed}.jsonl"
                 record.run_once(name, seed, path)

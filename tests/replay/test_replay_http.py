@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import orjson
 import trio
 from replay_support import RACE_SERVER, TRACES, run_cli
 
@@ -61,3 +62,46 @@ def test_http_session_traces_replay_and_against_url_matches(tmp_path: Path) -> N
         code, out, err = run_cli("replay", str(recorded))
         assert code == 0, out + err
         assert "faithful" in out
+
+
+def test_both_sides_of_an_http_session_replay_from_their_own_traces(tmp_path: Path) -> None:
+    """A client recorded over Streamable HTTP against a real server process that records
+    too: the server's sampling request reaches the client's handler mid-call. Each side's
+    trace replays its own code against the other side's recorded messages."""
+    from mcpactor.client.script import as_client_script
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import client_scripts
+
+    port = _free_port()
+    server_dir = tmp_path / "server"
+    client_trace = tmp_path / "client.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpactor.cli", "run", RACE_SERVER, "--transport", "http",
+         "--port", str(port), "--trace", str(server_dir)],
+        stderr=subprocess.DEVNULL,
+    )
+    script = as_client_script(client_scripts.sampling)
+    assert script is not None
+    try:
+        _wait_listening(port, proc)
+
+        async def session() -> None:
+            async with connect_http(f"http://127.0.0.1:{port}/mcp", trace=client_trace,
+                                    entry_point=f"{client_scripts.__file__}:sampling",
+                                    **script.connect_options()) as client:
+                await script.main(client)
+
+        trio.run(session)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    header = orjson.loads(client_trace.read_bytes().splitlines()[0])
+    assert (header["role"], header["transport"]) == ("client", "http")
+    kinds = [orjson.loads(line).get("kind") for line in client_trace.read_bytes().splitlines()]
+    assert "handler_started" in kinds  # the client's sampling handler ran in the session
+    code, out, _ = run_cli("replay", str(client_trace))
+    assert code == 0, out
+    (server_trace,) = sorted(server_dir.glob("*.jsonl"))
+    code, out, _ = run_cli("replay", str(server_trace))
+    assert code == 0, out
