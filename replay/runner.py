@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import random
 import sys
 from pathlib import Path
@@ -65,11 +66,17 @@ def load_client(spec: str, trace_path: Path | None = None) -> Any:
 
     obj = _load_fresh(spec, trace_path)
     script = None if isinstance(obj, Server) else as_client_script(obj)
-    if script is None:
+    if script is None or not _is_async(script.main):
+        what = type(obj).__name__ if script is None else "not an async function"
         raise ReplayError(
-            f"{spec} is a {type(obj).__name__}: a client trace replays client code, an "
-            "`async def main(client)` or a mcpactor.client.script.ClientScript")
+            f"{spec} is {'a ' if script is None else ''}{what}: a client trace replays "
+            "client code, an `async def main(client)` or a mcpactor.client.script.ClientScript")
     return script
+
+
+def _is_async(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None))  # noqa: B004 - an object with an async __call__
 
 
 def _load_fresh(spec: str, trace_path: Path | None) -> Any:

@@ -64,3 +64,7 @@ async def one_at_a_time(client: Client) -> list[str]:
         result = await client.call_tool(name, args)
         texts.append(str(getattr(result.content[0], "text", "")))
     return texts
+
+
+def not_async(client: Client) -> None:
+    """A mistake: client code must be ``async def``."""

@@ -155,6 +155,9 @@ def test_wrong_entry_points_for_a_client_trace_are_one_line_errors(tmp_path: Pat
     code, _, err = run_cli("replay", str(trace), "--client", RACE_SERVER)
     assert code == 2
     assert "is a Server" in err and "async def main(client)" in err
+    code, _, err = run_cli("replay", str(trace), "--client", f"{SCRIPTS}:not_async")
+    assert code == 2
+    assert "not_async is not an async function" in err
     lines = trace.read_bytes().splitlines()
     header = orjson.loads(lines[0])
     header["entry_point"] = None
