@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "connect_transport": "mcpactor.client",
     "CapabilityNotSupported": "mcpactor.protocol.errors",
     "ConnectionClosed": "mcpactor.protocol.errors",
+    "InvalidResult": "mcpactor.protocol.errors",
     "McpError": "mcpactor.protocol.errors",
     "RequestTimeout": "mcpactor.protocol.errors",
     "Audio": "mcpactor.server",
@@ -50,6 +51,7 @@ __all__ = [
     "Embedded",
     "Field",
     "Image",
+    "InvalidResult",
     "Limits",
     "Link",
     "McpError",
@@ -89,6 +91,7 @@ if TYPE_CHECKING:
     from mcpactor.protocol.errors import (
         CapabilityNotSupported,
         ConnectionClosed,
+        InvalidResult,
         McpError,
         RequestTimeout,
     )

@@ -17,7 +17,13 @@ from mcpactor.protocol import types as t
 from mcpactor.protocol import versions
 from mcpactor.protocol.connection import Connection
 from mcpactor.protocol.convert import to_wire
-from mcpactor.protocol.errors import ConnectionClosed, MethodNotFound
+from mcpactor.protocol.errors import (
+    ConnectionClosed,
+    InternalError,
+    InvalidResult,
+    MethodNotFound,
+)
+from mcpactor.protocol.json_schema import first_error
 from mcpactor.protocol.lifecycle import Role
 from mcpactor.session.context import RequestContext
 from mcpactor.session.groups import plain_errors
@@ -71,13 +77,18 @@ class _ClientHandler:
 
     def __init__(self, handlers: ClientHandlers) -> None:
         self.h = handlers
+        #: Each listed tool's outputSchema (None: it has none), for checking its results;
+        #: forgotten when the server says its tools changed.
+        self.output_schemas: dict[str, dict[str, Any] | None] = {}
 
     async def handle_request(self, rc: RequestContext) -> Any:
         h = self.h
         if rc.method == "sampling/createMessage" and h.sampling is not None:
             return await h.sampling(rc.params, rc)
         if rc.method == "elicitation/create" and h.elicitation is not None:
-            return await h.elicitation(rc.params, rc)
+            result = await h.elicitation(rc.params, rc)
+            _check_elicited(rc.params, result)
+            return result
         if rc.method == "roots/list" and h.roots is not None:
             roots = h.roots if isinstance(h.roots, list) else await h.roots()
             return t.ListRootsResult(roots=roots)
@@ -85,6 +96,8 @@ class _ClientHandler:
 
     async def handle_notification(self, session: Session, event: pc.NotificationReceived) -> None:
         h = self.h
+        if event.method == "notifications/tools/list_changed":
+            self.output_schemas.clear()
         cb = {
             "notifications/message": h.on_log,
             "notifications/tools/list_changed": h.on_tools_changed,
@@ -108,6 +121,23 @@ class _ClientHandler:
         pass
 
 
+def _check_elicited(params: Any, result: Any) -> None:
+    """Both sides SHOULD check elicitation content against the requested schema: content
+    our own handler made up that the server's form cannot hold is our bug, said here
+    rather than left for the server to puzzle over."""
+    schema = getattr(params, "requested_schema", None)
+    content = result.get("content") if isinstance(result, dict) else getattr(
+        result, "content", None)
+    action = result.get("action") if isinstance(result, dict) else getattr(result, "action", None)
+    if schema is None or action != "accept" or content is None:
+        return
+    error = first_error(to_wire(content), schema)
+    if error is not None:
+        raise InternalError(
+            f"the elicitation handler's content does not match the requested schema: {error}",
+            data={"path": error.path, "reason": error.reason})
+
+
 class Client:
     """A connected, initialized MCP client session.
 
@@ -121,6 +151,9 @@ class Client:
         self.session = session
         self.default_timeout = default_timeout
         self.init_result: dict[str, Any] = {}
+        handler = session.handler
+        self._output_schemas: dict[str, dict[str, Any] | None] | None = (
+            handler.output_schemas if isinstance(handler, _ClientHandler) else None)
 
     # -- negotiated state -------------------------------------------------------------
 
@@ -180,8 +213,13 @@ class Client:
         await self.request("ping", None, timeout=timeout)
 
     async def list_tools(self, cursor: str | None = None, **kw: Any) -> t.ListToolsResult:
-        """One page of tools."""
-        return await self.request("tools/list", _page(cursor), **kw)
+        """One page of tools (their output schemas are kept to check results with)."""
+        result: t.ListToolsResult = await self.request("tools/list", _page(cursor), **kw)
+        schemas = self._output_schemas
+        if schemas is not None:
+            for tool in result.tools:
+                schemas[tool.name] = tool.output_schema
+        return result
 
     async def list_all_tools(self, **kw: Any) -> list[t.Tool]:
         """Every tool, following pagination."""
@@ -202,15 +240,36 @@ class Client:
         timeout: Timeout | float | None = None,
         on_progress: ProgressCallback | None = None,
         meta: dict[str, Any] | None = None,
+        validate: bool = True,
     ) -> t.CallToolResult:
         """Call a tool. Execution failures come back as ``is_error`` results; protocol
-        errors (unknown tool, malformed call) raise :class:`McpError`."""
+        errors (unknown tool, malformed call) raise :class:`McpError`.
+
+        When the tool was listed (:meth:`list_tools`) with an ``outputSchema``, its
+        result must carry ``structuredContent`` that matches it, as the spec asks
+        clients to check: otherwise :class:`InvalidResult` (``data``: the failing path
+        and the reason). ``validate=False`` takes the result as it comes.
+        """
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
         if meta:
             params["_meta"] = meta
-        return await self.request(
+        result: t.CallToolResult = await self.request(
             "tools/call", params, timeout=timeout, on_progress=on_progress
         )
+        schemas = self._output_schemas
+        schema = schemas.get(name) if validate and schemas is not None else None
+        if schema is not None and not result.is_error:
+            structured = result.structured_content
+            if structured is None:
+                raise InvalidResult(
+                    f"tool {name!r} declares an outputSchema but its result has no "
+                    "structuredContent", data={"path": "$", "reason": "no structuredContent"})
+            error = first_error(structured, schema)
+            if error is not None:
+                raise InvalidResult(
+                    f"tool {name!r} returned structuredContent that does not match its "
+                    f"outputSchema: {error}", data={"path": error.path, "reason": error.reason})
+        return result
 
     async def list_resources(self, cursor: str | None = None, **kw: Any) -> t.ListResourcesResult:
         """One page of resources."""

@@ -95,6 +95,13 @@ class RequestError(McpError):
     """The peer answered one of our requests with a JSON-RPC error."""
 
 
+class InvalidResult(McpError):
+    """The peer's answer to one of our requests breaks its method's rules: a tool's
+    ``structuredContent`` that does not match its ``outputSchema``, elicitation content
+    that does not match the requested schema. ``data`` has the failing ``path`` and the
+    ``reason``."""
+
+
 class RequestTimeout(McpError):
     """One of our requests got no answer in time; a cancellation was sent."""
 

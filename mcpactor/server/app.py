@@ -165,7 +165,8 @@ class Server:
                 meta=meta,
             )
             self.tools[tool_name] = ToolEntry(
-                fn, sig, tool, inspect.iscoroutinefunction(fn), tuple(scopes)
+                fn, sig, tool, inspect.iscoroutinefunction(fn), tuple(scopes),
+                check_output=output_schema is not None,
             )
             return fn
 

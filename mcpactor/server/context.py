@@ -8,7 +8,8 @@ import attrs
 
 from mcpactor.protocol import types as t
 from mcpactor.protocol.convert import to_wire
-from mcpactor.protocol.errors import CapabilityNotSupported
+from mcpactor.protocol.errors import CapabilityNotSupported, InvalidResult
+from mcpactor.protocol.json_schema import first_error
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
@@ -207,7 +208,12 @@ class Context:
         *,
         timeout: Timeout | float | None = None,
     ) -> t.ElicitResult:
-        """Ask the user for structured input (form-mode ``elicitation/create``)."""
+        """Ask the user for structured input (form-mode ``elicitation/create``).
+
+        Accepted content that does not match ``requested_schema`` raises
+        :class:`~mcpactor.protocol.errors.InvalidResult` (in a tool: an ``isError``
+        result, unless the tool catches it).
+        """
         self._require("elicitation", "elicitation")
         params: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
         version = self.protocol_version
@@ -215,6 +221,14 @@ class Context:
             params["mode"] = "form"
         result = await self._rc.request("elicitation/create", params, timeout=timeout)
         assert isinstance(result, t.ElicitResult)
+        if result.action == "accept" and result.content is not None:
+            # Both sides SHOULD check the content against the schema: a handler can then
+            # trust the shape of what it asked for.
+            error = first_error(to_wire(result.content), requested_schema)
+            if error is not None:
+                raise InvalidResult(
+                    f"the client's elicitation content does not match the requested schema: "
+                    f"{error}", data={"path": error.path, "reason": error.reason})
         return result
 
     async def elicit_url(

@@ -15,12 +15,14 @@ from mcpactor.protocol.errors import (
     ConnectionClosed,
     InternalError,
     InvalidParams,
+    InvalidResult,
     LocalProtocolError,
     McpError,
     MethodNotFound,
     RequestError,
     RequestTimeout,
 )
+from mcpactor.protocol.json_schema import first_error
 from mcpactor.server.compat import downgrade_content, downgrade_tool_result
 from mcpactor.server.content import _CONTENT_TYPES, resource_contents, to_content, to_json_text
 from mcpactor.server.context import LOG_LEVELS, Context, session_state
@@ -123,7 +125,8 @@ class ServerHandler:
             value = await _call(entry.fn, entry.is_async, kwargs)
         except ToolError as exc:
             return _error_result(str(exc))
-        except (LocalProtocolError, RequestError, RequestTimeout, ConnectionClosed) as exc:
+        except (LocalProtocolError, RequestError, RequestTimeout, ConnectionClosed,
+                InvalidResult) as exc:
             # The tool's own conversation with the client failed (a capability the client
             # lacks, an error answer, a timeout): the model should read that as a result.
             return _error_result(f"Error executing tool {params.name}: {exc.message}")
@@ -137,6 +140,13 @@ class ServerHandler:
             return {"content": [{"type": "text", "text": value}]}
         version = rc.session.connection.protocol_version
         if isinstance(value, t.CallToolResult):
+            if sig.output_schema is not None and not value.is_error:
+                # Built by the tool itself, so not conforming by construction; servers
+                # MUST send structured results that match the declared schema.
+                problem = _nonconforming(value.structured_content, sig.output_schema)
+                if problem is not None:
+                    return _error_result(f"Tool {params.name} returned an invalid result: "
+                                         f"{problem}")
             return downgrade_tool_result(value, version)
         if sig.output_schema is not None and not _holds_content(value):
             try:
@@ -144,6 +154,11 @@ class ServerHandler:
             except TypeError as exc:
                 return _error_result(f"Tool {params.name} returned an invalid result: {exc}")
             if structured is not None:
+                if entry.check_output:
+                    problem = _nonconforming(structured, sig.output_schema)
+                    if problem is not None:
+                        return _error_result(f"Tool {params.name} returned an invalid "
+                                             f"result: {problem}")
                 return t.CallToolResult(
                     content=[t.TextContent(text=to_json_text(structured))],
                     structured_content=structured,
@@ -338,6 +353,14 @@ def _holds_content(value: Any) -> bool:
 def _cursor(rc: RequestContext) -> str | None:
     p = rc.params
     return getattr(p, "cursor", None) if p is not None else None
+
+
+def _nonconforming(structured: Any, schema: dict[str, Any]) -> str | None:
+    """Why ``structured`` is not a valid result for ``schema`` (None: it is)."""
+    if structured is None:
+        return "its outputSchema needs structuredContent, and it has none"
+    error = first_error(structured, schema)
+    return None if error is None else f"structuredContent does not match its outputSchema: {error}"
 
 
 def _error_result(message: str) -> dict[str, Any]:

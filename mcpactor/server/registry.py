@@ -31,6 +31,9 @@ class ToolEntry:
     is_async: bool
     #: [auth] OAuth scopes a token needs to call this tool over HTTP (mcpactor.auth).
     scopes: tuple[str, ...] = ()
+    #: The outputSchema was given, not derived from the return type: results are checked
+    #: against it (a derived one holds by construction).
+    check_output: bool = False
 
 
 @attrs.define(eq=False)
