@@ -1,7 +1,8 @@
 """``mcpactor trace html``: a self-contained sequence diagram of one trace.
 
-Lanes, left to right: the peer (client), the session's actors (supervisor, reader,
-writer, notifier, tracker), then one lane per handler. Messages are arrows between
+Lanes, left to right: the peer (the client, or the server in a client's trace), the
+session's actors (supervisor, reader, writer, notifier, tracker, and the client code's
+own lane in a client trace), then one lane per handler. Messages are arrows between
 the peer and the reader/writer; everything else is a dot on its actor's lane. Hovering
 shows the event's JSON. No scripts, fonts or styles are fetched from anywhere.
 """
@@ -49,7 +50,15 @@ def _lanes(trace: Trace) -> list[str]:
     )
     actors = [a for a in _ACTORS if any(ev.actor == a for ev in trace.events)]
     others = sorted({ev.actor for ev in trace.events} - set(actors) - set(handlers))
-    return ["client", *actors, *others, *handlers]
+    return [_PEER, *actors, *others, *handlers]
+
+
+#: The lane key of the other side of the session (a name no actor has).
+_PEER = "(peer)"
+
+
+def _peer_name(trace: Trace) -> str:
+    return "server" if trace.role == "client" else "client"
 
 
 def _x(lanes: dict[str, int], actor: str) -> int:
@@ -62,7 +71,7 @@ def _row(ev: Event, y: int, lanes: dict[str, int]) -> str:
     label = html.escape(f"#{ev.seq} {ev.t:.4f}s {ev.kind} {describe(ev.data)}"[:110])
     parts = [f"<g><title>{tip}</title>"]
     if ev.kind in ("message_in", "message_out"):
-        x1, x2 = _x(lanes, "client"), _x(lanes, ev.actor)
+        x1, x2 = _x(lanes, _PEER), _x(lanes, ev.actor)
         if ev.kind == "message_out":
             x1, x2 = x2, x1
         parts.append(
@@ -81,6 +90,7 @@ def _row(ev: Event, y: int, lanes: dict[str, int]) -> str:
 def render_html(trace: Trace) -> str:
     """The whole page as one string."""
     order = _lanes(trace)
+    peer = _peer_name(trace)
     lanes = {name: i for i, name in enumerate(order)}
     width = 40 + len(order) * _LANE + 420
     height = _TOP + (len(trace.events) + 1) * _ROW
@@ -100,7 +110,7 @@ def render_html(trace: Trace) -> str:
         svg.append(f'<line class="lane" x1="{x}" y1="{_TOP - 16}" x2="{x}" y2="{height}"/>')
         svg.append(
             f'<text class="head" x="{x}" y="{_TOP - 24}" text-anchor="middle">'
-            f"{html.escape(name)}</text>"
+            f"{html.escape(peer if name == _PEER else name)}</text>"
         )
     for i, ev in enumerate(trace.events):
         svg.append(_row(ev, _TOP + (i + 1) * _ROW, lanes))
@@ -116,8 +126,9 @@ def render_html(trace: Trace) -> str:
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
         f"<title>{title}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{title}</h1><p class=\"meta\">{meta}</p>"
-        "<p class=\"meta\">Hover an event for its JSON. Blue: client to server; green: server "
-        "to client; red: cancellations and failures; orange: timeouts.</p>"
+        f"<p class=\"meta\">Hover an event for its JSON. Blue: {peer} to {h.get('role')}; "
+        f"green: {h.get('role')} to {peer}; red: cancellations and failures; orange: "
+        "timeouts.</p>"
         + "".join(svg)
         + "</body></html>\n"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from replay_support import TRACES, run_cli
@@ -47,3 +48,22 @@ def test_html_is_one_self_contained_sequence_diagram(tmp_path: Path) -> None:
     assert "marker-end" in html  # message arrows
     assert "sampling/createMessage" in html
     assert "<script" not in html and "src=" not in html and "href=" not in html
+
+
+def test_html_of_a_client_trace_puts_the_server_opposite_the_client_code(
+    tmp_path: Path,
+) -> None:
+    page = tmp_path / "client.html"
+    trace = TRACES / "client_side_first_done_first.jsonl"
+    code, _, _ = run_cli("trace", "html", str(trace), "-o", str(page))
+    assert code == 0
+    html = page.read_text()
+    heads = re.findall(r'<text class="head" x="(\d+)"[^>]*>([^<]+)</text>', html)
+    lanes = {name: int(x) for x, name in heads}
+    # The peer's lane is the server's; the client code (client_failed) has its own.
+    assert heads[0][1] == "server" and "client" in lanes
+    assert lanes["client"] != lanes["server"]
+    assert "Blue: server to client; green: client to server" in html
+    # Every message arrow starts or ends on the server's lane.
+    arrows = re.findall(r'<line x1="(\d+)" y1="\d+" x2="(\d+)" y2="\d+" stroke', html)
+    assert arrows and all(lanes["server"] in (int(a), int(b)) for a, b in arrows)
