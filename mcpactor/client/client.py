@@ -223,14 +223,7 @@ class Client:
 
     async def list_all_tools(self, **kw: Any) -> list[t.Tool]:
         """Every tool, following pagination."""
-        out: list[t.Tool] = []
-        cursor = None
-        while True:
-            page = await self.list_tools(cursor, **kw)
-            out.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                return out
+        return [tool async for page in self._pages(self.list_tools, kw) for tool in page.tools]
 
     async def call_tool(
         self,
@@ -275,11 +268,20 @@ class Client:
         """One page of resources."""
         return await self.request("resources/list", _page(cursor), **kw)
 
+    async def list_all_resources(self, **kw: Any) -> list[t.Resource]:
+        """Every resource, following pagination."""
+        return [r async for page in self._pages(self.list_resources, kw) for r in page.resources]
+
     async def list_resource_templates(
         self, cursor: str | None = None, **kw: Any
     ) -> t.ListResourceTemplatesResult:
         """One page of resource templates."""
         return await self.request("resources/templates/list", _page(cursor), **kw)
+
+    async def list_all_resource_templates(self, **kw: Any) -> list[t.ResourceTemplate]:
+        """Every resource template, following pagination."""
+        return [rt async for page in self._pages(self.list_resource_templates, kw)
+                for rt in page.resource_templates]
 
     async def read_resource(self, uri: str, **kw: Any) -> t.ReadResourceResult:
         """Read a resource; a missing one raises McpError -32602 with ``data.uri``."""
@@ -300,6 +302,27 @@ class Client:
     async def list_prompts(self, cursor: str | None = None, **kw: Any) -> t.ListPromptsResult:
         """One page of prompts."""
         return await self.request("prompts/list", _page(cursor), **kw)
+
+    async def list_all_prompts(self, **kw: Any) -> list[t.Prompt]:
+        """Every prompt, following pagination."""
+        return [p async for page in self._pages(self.list_prompts, kw) for p in page.prompts]
+
+    async def _pages(self, lister: Callable[..., Awaitable[Any]],
+                     kw: dict[str, Any]) -> AsyncIterator[Any]:
+        # Pages until one has no next cursor; a server that hands back a cursor it gave
+        # before would loop forever, so that is an error.
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            page = await lister(cursor, **kw)
+            yield page
+            cursor = page.next_cursor
+            if not cursor:
+                return
+            if cursor in seen:
+                raise InvalidResult(f"the server repeated the page cursor {cursor!r}",
+                                    data={"path": "$.nextCursor", "reason": "repeated"})
+            seen.add(cursor)
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, **kw: Any

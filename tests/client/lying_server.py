@@ -1,5 +1,6 @@
-"""A hand-rolled stdio MCP server whose tool results break their own outputSchema (a
-peer mcpactor's server would refuse to be): one JSON-RPC message per line, no framework."""
+"""A hand-rolled stdio MCP server that breaks rules mcpactor's own server would not: tool
+results that break their outputSchema, a page cursor that never ends. One JSON-RPC
+message per line, no framework."""
 
 from __future__ import annotations
 
@@ -40,8 +41,12 @@ def main() -> None:
         if method == "initialize":
             send({"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": msg["params"]["protocolVersion"],
-                "capabilities": {"tools": {"listChanged": True}},
+                "capabilities": {"tools": {"listChanged": True}, "resources": {}},
                 "serverInfo": {"name": "lying", "version": "1"}}})
+        elif method == "resources/list":
+            # A pagination bug: every page points at the same next page.
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "resources": [{"uri": "file:///a", "name": "a"}], "nextCursor": "same"}})
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
         elif method == "tools/call":
