@@ -37,6 +37,10 @@ class WebSocketTransport(Transport):
     """A Transport over one open WebSocket connection."""
 
     name = "ws"
+    #: Seconds ``aclose`` waits for the peer's half of the closing handshake. A peer
+    #: that stops reading never answers (its unread messages hold up its reader), and a
+    #: session must not hang on it: after this long the connection is dropped.
+    close_timeout: float = 5.0
 
     def __init__(self, ws: WebSocketConnection) -> None:
         self.ws = ws
@@ -61,8 +65,9 @@ class WebSocketTransport(Transport):
             raise TransportClosed(f"WebSocket closed: {exc.reason}") from None
 
     async def aclose(self) -> None:
-        """Close the connection normally (code 1000)."""
-        with trio.CancelScope(shield=True):
+        """Close the connection normally (code 1000), or drop it if the peer does not
+        answer within :attr:`close_timeout`."""
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + self.close_timeout):
             try:
                 await self.ws.aclose()
             except (ConnectionClosed, trio.BrokenResourceError, OSError):

@@ -4,30 +4,16 @@ check elicitation content), end to end over an in-memory pair."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
-import trio
-
-from mcpactor import Client, ClientHandlers, Context, InvalidResult, Server, connect_transport
+from mcpactor import ClientHandlers, Context, InvalidResult, Server
 from mcpactor.protocol import types as t
-from mcpactor.transports.memory import memory_pair
+from mcpactor.testing import open_client
 
 FORM = {"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}},
         "required": ["age"]}
 TEMPERATURE = {"type": "object", "properties": {"celsius": {"type": "number"}},
                "required": ["celsius"]}
-
-
-@asynccontextmanager
-async def pair(server: Server, **kw: Any) -> AsyncIterator[Client]:
-    a, b = memory_pair()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.serve, a)
-        async with connect_transport(b, **kw) as client:
-            yield client
-        nursery.cancel_scope.cancel()
 
 
 def schema_server() -> Server:
@@ -68,7 +54,7 @@ def _text(result: t.CallToolResult) -> str:
 
 
 async def test_a_result_that_breaks_a_given_output_schema_is_an_error_result() -> None:
-    async with pair(schema_server()) as client:
+    async with open_client(schema_server()) as client:
         await client.list_tools()
         good = await client.call_tool("given_schema", {"ok": True})
         assert good.structured_content == {"celsius": 20.5} and not good.is_error
@@ -98,7 +84,7 @@ async def test_elicited_content_is_checked_by_the_server(monkeypatch: Any) -> No
 
     monkeypatch.setattr(client_module, "_check_elicited", lambda params, result: None)
     seen: list[str] = []
-    async with pair(schema_server(), handlers=_eliciting({"age": -3}, seen)) as client:
+    async with open_client(schema_server(), handlers=_eliciting({"age": -3}, seen)) as client:
         careful = await client.call_tool("ask_age_carefully")
         assert _text(careful) == "refused at $.age: -3 is not >= 0"
         plain = await client.call_tool("ask_age")
@@ -109,7 +95,7 @@ async def test_elicited_content_is_checked_by_the_server(monkeypatch: Any) -> No
 
 async def test_elicited_content_is_checked_by_the_client_before_it_is_sent() -> None:
     seen: list[str] = []
-    async with pair(schema_server(), handlers=_eliciting({"age": "old"}, seen)) as client:
+    async with open_client(schema_server(), handlers=_eliciting({"age": "old"}, seen)) as client:
         result = await client.call_tool("ask_age")
         assert result.is_error
         # The server's request got an error answer from the client, naming the problem.
@@ -117,5 +103,5 @@ async def test_elicited_content_is_checked_by_the_client_before_it_is_sent() -> 
             _text(result))
         assert "$.age: expected integer, got string" in _text(result)
     good: list[str] = []
-    async with pair(schema_server(), handlers=_eliciting({"age": 30}, good)) as client:
+    async with open_client(schema_server(), handlers=_eliciting({"age": 30}, good)) as client:
         assert _text(await client.call_tool("ask_age")) == "accept {'age': 30}"
