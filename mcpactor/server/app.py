@@ -420,15 +420,21 @@ class Server:
         entry_point: str | None = None,
         **http_options: Any,
     ) -> None:
-        """Serve until the input ends or the process is interrupted (blocking).
+        """Serve until the input ends, the process is interrupted or SIGTERM arrives
+        (blocking; on SIGTERM every session closes as at the end of its input, traces
+        written to the end, and this returns).
 
         ``http_options`` are fields of :class:`mcpactor.transports.http_options.HttpOptions`
         (``json_response``, ``stateless``, ``allowed_hosts``, ``session_idle_timeout``, ...).
         """
         # A listener that cannot start (a port in use) is its OSError, not a group of one.
+        # SIGTERM ends the serving as Ctrl-C does, with every session's trace complete.
+        from mcpactor.server.termination import serve_until_terminated
+
         if transport == "stdio":
             with plain_errors():
-                trio.run(lambda: self.serve_stdio(trace=trace, entry_point=entry_point))
+                trio.run(serve_until_terminated,
+                         lambda: self.serve_stdio(trace=trace, entry_point=entry_point))
             return
         if transport in ("http", "streamable-http"):
             try:
@@ -437,7 +443,7 @@ class Server:
                 print("mcpactor: the HTTP transport is not available in this build", file=sys.stderr)
                 raise SystemExit(2) from None
             with plain_errors():
-                trio.run(lambda: serve_http(
+                trio.run(serve_until_terminated, lambda: serve_http(
                     self, host=host, port=port, path=path, trace=trace, entry_point=entry_point,
                     **http_options,
                 ))
@@ -446,7 +452,7 @@ class Server:
             from mcpactor.transports.websocket import serve_websocket
 
             with plain_errors():
-                trio.run(lambda: serve_websocket(self, host=host, port=port, path=path,
-                                                 trace=trace))
+                trio.run(serve_until_terminated, lambda: serve_websocket(
+                    self, host=host, port=port, path=path, trace=trace))
             return
         raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'http' or 'ws'")

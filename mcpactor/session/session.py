@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import math
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -65,6 +66,18 @@ from mcpactor.transports.base import (
 )
 
 log = logging.getLogger("mcpactor.session")
+
+#: The sessions running in this Trio run (see :func:`live_sessions`).
+_LIVE: trio.lowlevel.RunVar[weakref.WeakSet[Session]] = trio.lowlevel.RunVar("mcpactor_sessions")
+
+
+def live_sessions() -> list[Session]:
+    """The sessions whose actor tree runs in the current Trio run, in no particular
+    order (a server ending on SIGTERM closes them all: :mod:`mcpactor.server.termination`)."""
+    try:
+        return list(_LIVE.get())
+    except LookupError:
+        return []
 
 
 class Session(WriterActor):
@@ -127,6 +140,12 @@ class Session(WriterActor):
         self._emit("supervisor", "session_started", {"role": self.connection.role.value,
                                                       "transport": self.transport.name})
         try:
+            live = _LIVE.get()
+        except LookupError:
+            live = weakref.WeakSet()
+            _LIVE.set(live)
+        live.add(self)
+        try:
             async with trio.open_nursery() as root:
                 root.start_soon(self._actor, "writer", self._writer)
                 self._root = root
@@ -159,6 +178,7 @@ class Session(WriterActor):
             self._emit("supervisor", "session_closed", {"reason": self.close_reason})
             if self.tracer is not None:
                 self.tracer.close()
+            live.discard(self)
             self.closed.set()
             try:
                 self.handler.on_closed(self)
