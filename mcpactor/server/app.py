@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -26,6 +27,12 @@ from mcpactor.transports.base import Transport
 F = TypeVar("F", bound=Callable[..., Any])
 
 _UNSTRUCTURED = (*_CONTENT_TYPES, t.CallToolResult)
+
+
+def _after(signalled: int | None) -> None:
+    # Ctrl-C still ends the caller's program as Ctrl-C does, once the sessions closed.
+    if signalled == signal.SIGINT:
+        raise KeyboardInterrupt
 
 
 def _first_line(doc: str | None) -> str | None:
@@ -420,21 +427,25 @@ class Server:
         entry_point: str | None = None,
         **http_options: Any,
     ) -> None:
-        """Serve until the input ends, the process is interrupted or SIGTERM arrives
-        (blocking; on SIGTERM every session closes as at the end of its input, traces
-        written to the end, and this returns).
+        """Serve until the input ends or a signal ends it (blocking).
+
+        On SIGTERM or Ctrl-C every session is closed first, recording why (traces are
+        written to the end and replay); then SIGTERM returns and Ctrl-C raises
+        ``KeyboardInterrupt``, as usual.
 
         ``http_options`` are fields of :class:`mcpactor.transports.http_options.HttpOptions`
         (``json_response``, ``stateless``, ``allowed_hosts``, ``session_idle_timeout``, ...).
         """
         # A listener that cannot start (a port in use) is its OSError, not a group of one.
-        # SIGTERM ends the serving as Ctrl-C does, with every session's trace complete.
-        from mcpactor.server.termination import serve_until_terminated
+        # SIGTERM and Ctrl-C close every session first, so that traces are complete.
+        from mcpactor.server.termination import serve_until_signalled
 
         if transport == "stdio":
             with plain_errors():
-                trio.run(serve_until_terminated,
-                         lambda: self.serve_stdio(trace=trace, entry_point=entry_point))
+                signalled = trio.run(
+                    serve_until_signalled,
+                    lambda: self.serve_stdio(trace=trace, entry_point=entry_point))
+            _after(signalled)
             return
         if transport in ("http", "streamable-http"):
             try:
@@ -443,16 +454,18 @@ class Server:
                 print("mcpactor: the HTTP transport is not available in this build", file=sys.stderr)
                 raise SystemExit(2) from None
             with plain_errors():
-                trio.run(serve_until_terminated, lambda: serve_http(
+                signalled = trio.run(serve_until_signalled, lambda: serve_http(
                     self, host=host, port=port, path=path, trace=trace, entry_point=entry_point,
                     **http_options,
                 ))
+            _after(signalled)
             return
         if transport in ("ws", "websocket"):
             from mcpactor.transports.websocket import serve_websocket
 
             with plain_errors():
-                trio.run(serve_until_terminated, lambda: serve_websocket(
+                signalled = trio.run(serve_until_signalled, lambda: serve_websocket(
                     self, host=host, port=port, path=path, trace=trace))
+            _after(signalled)
             return
         raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'http' or 'ws'")

@@ -1,5 +1,6 @@
-"""SIGTERM ends a served process the way the end of its input would: every session
-closes (recording why), traces are complete and replay, and the process exits 0."""
+"""SIGTERM and Ctrl-C end a served process the way the end of its input would: every
+session closes (recording why), traces are complete and replay; the process exits 0 on
+SIGTERM and 130 on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import trio
 
 from mcpactor import connect_http
@@ -29,7 +31,13 @@ def _replays(trace: Path) -> subprocess.CompletedProcess[str]:
                           timeout=120)
 
 
-def test_stdio_server_with_a_call_in_flight(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("signum", "status", "reason"), [
+    (signal.SIGTERM, 0, "terminated (SIGTERM)"),
+    (signal.SIGINT, 130, "interrupted (SIGINT)"),
+])
+def test_stdio_server_with_a_call_in_flight(
+    tmp_path: Path, signum: int, status: int, reason: str,
+) -> None:
     trace = tmp_path / "t.jsonl"
     proc = subprocess.Popen([*MCPACTOR, "run", RACE_SERVER, "--trace", str(trace)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -49,14 +57,14 @@ def test_stdio_server_with_a_call_in_flight(tmp_path: Path) -> None:
           "params": {"name": "sleepy", "arguments": {"seconds": 60}}})
     time.sleep(0.5)
     started = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=20) == 0
+    proc.send_signal(signum)
+    assert proc.wait(timeout=20) == status
     assert time.monotonic() - started < 10
     events = _lines(trace)[1:]
     assert events[-1]["kind"] == "session_closed"
-    assert events[-1]["reason"] == "terminated (SIGTERM)"
+    assert events[-1]["reason"] == reason
     [applied] = [e for e in events if e["kind"] == "cancel_applied"]
-    assert applied["why"] == "terminated (SIGTERM)" and applied["id"] == 1
+    assert applied["why"] == reason and applied["id"] == 1
     done = _replays(trace)
     assert done.returncode == 0, done.stdout + done.stderr
 
