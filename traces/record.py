@@ -304,11 +304,7 @@ async def _client_session(path: Path, seed: int, name: str, entry: str) -> None:
     server = load_entry_point(f"{HERE / ENTRY_POINT.partition(':')[0]}:server")
     main = load_entry_point(f"{HERE / CLIENT_CODE}:{name.removeprefix('client_side_')}")
     server_side, client_side = memory_pair()
-    recorder = JsonlRecorder(
-        path,
-        TraceHeader(role="client", transport="memory", entry_point=entry,
-                    seeds={"scheduler": seed, "random": seed}),
-    )
+    recorder = _recorder(path, "client", entry, seed)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(server.serve, server_side)
         try:
@@ -328,19 +324,25 @@ def _run_client_once(name: str, seed: int, path: Path) -> Events:
         entry = f"{HERE / CLIENT_CODE}:{attr}"
     trio.run(_client_session, path, seed, name, entry,
              clock=trio.testing.MockClock(autojump_threshold=0))
-    lines = path.read_bytes().splitlines()
-    return [orjson.loads(x) for x in lines[1:]]
+    return _events(path)
+
+
+def _recorder(path: Path, role: str, entry: str, seed: int) -> JsonlRecorder:
+    """A recorder for one scenario run: the seed drives Trio's scheduler and ``random``."""
+    return JsonlRecorder(path, TraceHeader(role=role, transport="memory", entry_point=entry,
+                                           seeds={"scheduler": seed, "random": seed}))
+
+
+def _events(path: Path) -> Events:
+    """The events of a recorded trace (the header left out)."""
+    return [orjson.loads(x) for x in path.read_bytes().splitlines()[1:]]
 
 
 async def _session(scenario: Scenario, path: Path, seed: int, name: str, entry: str) -> None:
     # A fresh module per recording: module state (the bank) starts as the replay's does.
     server = load_entry_point(f"{HERE / ENTRY_POINT.partition(':')[0]}:server")
     transport, peer = peer_pair()
-    recorder = JsonlRecorder(
-        path,
-        TraceHeader(role="server", transport="memory", entry_point=entry,
-                    seeds={"scheduler": seed, "random": seed}),
-    )
+    recorder = _recorder(path, "server", entry, seed)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(lambda: server.serve(transport, tracer=recorder, session_id=name))
         with trio.fail_after(3600):
@@ -360,8 +362,7 @@ def run_once(name: str, seed: int, path: Path) -> Events:
         entry = f"{HERE / ENTRY_POINT.partition(':')[0]}:server"
     trio.run(_session, SCENARIOS[name], path, seed, name, entry,
              clock=trio.testing.MockClock(autojump_threshold=0))
-    lines = path.read_bytes().splitlines()
-    return [orjson.loads(x) for x in lines[1:]]
+    return _events(path)
 
 
 def record(name: str, directory: Path = HERE, max_seeds: int = 500) -> int:

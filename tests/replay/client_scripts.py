@@ -28,21 +28,6 @@ async def changed(client: Client) -> None:
     await client.call_tool("sleepy", {"seconds": 0.0})
 
 
-async def first_done_first(client: Client) -> None:
-    """A client race: it assumes the call it started first is answered first."""
-    done: list[str] = []
-
-    async def call(name: str, seconds: float) -> None:
-        await client.call_tool("sleepy", {"seconds": seconds})
-        done.append(name)
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(call, "long", 0.05)
-        nursery.start_soon(call, "short", 0.0)
-    if done[0] != "long":
-        raise AssertionError(f"answers came back as {done}")
-
-
 async def _sample(params: Any, ctx: Any) -> CreateMessageResult:
     SAMPLED.append(params.messages[0].content.text)
     return CreateMessageResult(role="assistant", content=TextContent(text="42"),

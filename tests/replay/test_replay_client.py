@@ -15,31 +15,28 @@ from replay_support import RACE_SERVER, ROOT, events_of, run_cli
 
 from mcpactor import connect_stdio
 from mcpactor.client.script import as_client_script
+from mcpactor.entrypoint import load_entry_point
 from mcpactor.tracing import MemoryRecorder, TraceHeader
 from replay.engine import ReplayOptions, replay
 from replay.trace import load_trace
 
 SCRIPTS = ROOT / "tests" / "replay" / "client_scripts.py"
+#: The corpus's client code (traces/clients/): its client race, recorded afresh here.
+RACE_CLIENTS = ROOT / "traces" / "clients" / "race_clients.py"
 MCPACTOR = [sys.executable, "-m", "mcpactor"]
 SERVER = [*MCPACTOR, "run", RACE_SERVER]
 
 
-def _load_scripts() -> Any:
-    sys.path.insert(0, str(SCRIPTS.parent))
-    import client_scripts
-
-    return client_scripts
-
-
-def record(trace: Path, name: str, server: list[str] = SERVER) -> tuple[Any, str | None]:
-    """Run ``client_scripts.NAME`` against a real stdio server, recording ``trace``:
-    (what main returned, the repr of what it raised)."""
-    script = as_client_script(getattr(_load_scripts(), name))
+def record(trace: Path, name: str, server: list[str] = SERVER,
+           code: Path = SCRIPTS) -> tuple[Any, str | None]:
+    """Run the client code ``code:NAME`` against a real stdio server, recording
+    ``trace``: (what main returned, the repr of what it raised)."""
+    script = as_client_script(load_entry_point(f"{code}:{name}"))
     assert script is not None
 
     async def run() -> tuple[Any, str | None]:
         try:
-            async with connect_stdio(server, trace=trace, entry_point=f"{SCRIPTS}:{name}",
+            async with connect_stdio(server, trace=trace, entry_point=f"{code}:{name}",
                                      **script.connect_options()) as client:
                 return await script.main(client), None
         except Exception as exc:
@@ -84,7 +81,7 @@ def test_a_client_race_that_failed_live_fails_the_same_way_in_every_replay(
     answers the shorter one first, so the client's check fails. The recording holds the
     failure (``client_failed``) and every replay reproduces it, byte for byte."""
     trace = tmp_path / "race.jsonl"
-    _, raised = record(trace, "first_done_first")
+    _, raised = record(trace, "first_done_first", code=RACE_CLIENTS)
     assert raised == "AssertionError(\"answers came back as ['short', 'long']\")"
     failed = [e for e in _events(trace) if e["kind"] == "client_failed"]
     assert [e["error"] for e in failed] == [raised]
