@@ -1,4 +1,4 @@
-"""Subcommands that live in other packages (replay, traces, benchmarks, the demo).
+"""Subcommands that live in other modules (replay, traces, benchmarks, the demo, call).
 
 Each package that adds commands exposes ``register(subparsers)``; keeping the wiring
 here lets ``mcpactor/cli.py`` stay small and lets a package be absent without breaking
@@ -11,7 +11,7 @@ import argparse
 import importlib
 from typing import Any
 
-_PROVIDERS = ("replay.cli", "mcpactor.demo")
+_PROVIDERS = ("replay.cli", "mcpactor.demo", "mcpactor.cli_call")
 
 
 def register(sub: Any) -> None:

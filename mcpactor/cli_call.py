@@ -1,0 +1,190 @@
+"""``mcpactor call``: poke any MCP server from the shell.
+
+::
+
+    mcpactor call "python server.py"                       # list the tools
+    mcpactor call "python server.py" add '{"a": 1, "b": 2}'
+    mcpactor call http://127.0.0.1:8000/mcp echo '{"text": "hi"}' --json
+    mcpactor call ws://127.0.0.1:8000/mcp --read demo://greeting
+    mcpactor call "python server.py" --prompt review --args '{"code": "x = 1"}'
+    mcpactor call "python server.py" slow '{"n": 3}' --trace call.jsonl
+
+The target is a command line (spawned over stdio), an ``http(s)://`` URL (Streamable
+HTTP, falling back to legacy HTTP+SSE) or a ``ws(s)://`` URL. A tool's text content is
+printed as it is, other content and structured results as JSON (``--json``: the whole
+result as JSON). Exit status: 0, 1 when the tool reports an error (``isError``), 2 for a
+mistake (a target that cannot be reached, arguments that are not a JSON object, an
+unknown tool), with one line saying what went wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    """Add the ``call`` subcommand."""
+    from mcpactor.cli import positive_float
+
+    p = sub.add_parser(
+        "call", help="call a tool of any MCP server (or list its tools)",
+        description="Connect to an MCP server (a command over stdio, an http(s):// or "
+        "ws(s):// URL), then list its tools, call one, read a resource or get a prompt.",
+    )
+    p.add_argument("target", help="a command line ('python server.py') or a URL")
+    p.add_argument("tool", nargs="?", help="the tool to call (none: list the tools)")
+    p.add_argument("arguments", nargs="?", default="{}",
+                   help="the tool's arguments as a JSON object (default: {})")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--read", metavar="URI", help="read a resource instead")
+    what.add_argument("--prompt", metavar="NAME", help="get a prompt instead")
+    p.add_argument("--args", metavar="JSON", dest="prompt_arguments", default="{}",
+                   help="the prompt's arguments as a JSON object (with --prompt)")
+    p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p.add_argument("--timeout", type=positive_float, default=60.0, metavar="SECONDS",
+                   help="for connecting and for the call (default: 60)")
+    p.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
+                   help="an HTTP or WebSocket request header; repeatable")
+    p.add_argument("--trace", metavar="PATH", help="record the client's side of the session")
+    p.set_defaults(func=cmd_call)
+
+
+def _cli_error(message: str) -> Exception:
+    from mcpactor.cli import CliError
+
+    return CliError(message)
+
+
+def _arguments(text: str, for_what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _cli_error(f"{for_what} must be a JSON object, e.g. '{{\"text\": \"hi\"}}' "
+                         f"({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise _cli_error(f"{for_what} must be a JSON object, e.g. '{{\"text\": \"hi\"}}', "
+                         f"not {type(value).__name__}")
+    return value
+
+
+def _headers(items: list[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise _cli_error(f"--header {item!r}: use NAME:VALUE, e.g. 'Authorization: "
+                             "Bearer TOKEN'")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+@asynccontextmanager
+async def _connect(target: str, headers: dict[str, str], options: dict[str, Any],
+                   ) -> AsyncIterator[Any]:
+    from mcpactor.client import connect_http, connect_stdio, connect_websocket
+
+    if target.startswith(("http://", "https://")):
+        async with connect_http(target, headers=headers, **options) as client:
+            yield client
+    elif target.startswith(("ws://", "wss://")):
+        async with connect_websocket(target, headers=headers, **options) as client:
+            yield client
+    else:
+        command = shlex.split(target)
+        if not command:
+            raise _cli_error("the target is empty: give a command line or a URL")
+        if headers:
+            raise _cli_error("--header applies to http(s):// and ws(s):// targets only")
+        async with connect_stdio(command, **options) as client:
+            yield client
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from mcpactor.protocol.convert import to_wire
+
+    headers = _headers(args.header)
+    options: dict[str, Any] = {"timeout": args.timeout, "init_timeout": args.timeout,
+                               "client_info": {"name": "mcpactor-call", "version": "1"}}
+    if args.trace:
+        options["trace"] = args.trace
+    arguments = _arguments(args.arguments, "ARGUMENTS") if args.tool is not None else {}
+    if (args.read or args.prompt) and args.tool is not None:
+        flag = "--read URI" if args.read else "--prompt NAME"
+        raise _cli_error(f"{flag} takes no tool name: mcpactor call TARGET {flag}")
+    prompt_arguments = _arguments(args.prompt_arguments, "--args") if args.prompt else {}
+    async with _connect(args.target, headers, options) as client:
+        if args.read:
+            result = await client.read_resource(args.read)
+            if args.json:
+                _print_json(to_wire(result))
+            for item in result.contents:
+                text = getattr(item, "text", None)
+                if not args.json:
+                    print(text if text is not None else json.dumps(to_wire(item)))
+            return 0
+        if args.prompt:
+            got = await client.get_prompt(
+                args.prompt, {k: str(v) for k, v in prompt_arguments.items()})
+            _print_json(to_wire(got))
+            return 0
+        tools = await client.list_all_tools()
+        if args.tool is None:
+            if args.json:
+                _print_json([to_wire(tool) for tool in tools])
+            for tool in tools if not args.json else ():
+                params = ", ".join((tool.input_schema or {}).get("properties", {}))
+                summary = (tool.description or "").strip().splitlines()
+                print(f"{tool.name}({params})" + (f"  {summary[0]}" if summary else ""))
+            return 0
+        if args.tool not in {tool.name for tool in tools}:
+            names = ", ".join(sorted(tool.name for tool in tools)) or "none"
+            raise _cli_error(f"the server has no tool {args.tool!r} (its tools: {names})")
+        called = await client.call_tool(args.tool, arguments)
+        if args.json:
+            _print_json(to_wire(called))
+        else:
+            for item in called.content:
+                text = getattr(item, "text", None)
+                print(text if getattr(item, "type", None) == "text" and text is not None
+                      else json.dumps(to_wire(item), ensure_ascii=False))
+            if called.structured_content is not None and not called.content:
+                _print_json(called.structured_content)
+        return 1 if called.is_error else 0
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    """``mcpactor call``."""
+    from mcpactor.cli import CliError
+    from mcpactor.protocol.errors import McpError
+
+    try:
+        return trio.run(_run, args)
+    except CliError:
+        raise
+    except McpError as exc:
+        raise _cli_error(f"{args.target}: {exc.message}") from None
+    except (OSError, ValueError) as exc:
+        raise _cli_error(f"cannot reach {args.target}: {exc} (give a command line that "
+                         "starts an MCP server over stdio, or an http(s):// or ws(s):// "
+                         "URL)") from None
+    except trio.TooSlowError:
+        raise _cli_error(f"{args.target} did not answer within {args.timeout:g} s "
+                         "(--timeout)") from None
+    except Exception as exc:  # a transport failure: say it in one line
+        raise _cli_error(f"{args.target}: {type(exc).__name__}: {exc}") from None
+    finally:
+        sys.stdout.flush()
