@@ -99,3 +99,13 @@ def test_over_streamable_http_with_a_recorded_trace(tmp_path: Path) -> None:
     assert events[0]["role"] == "client" and events[0]["transport"] == "http"
     sent = [e["msg"].get("method") for e in events[1:] if e.get("kind") == "message_out"]
     assert sent[-1] == "tools/call"
+
+
+def test_a_traced_call_replays_as_a_mock_server(tmp_path: Path) -> None:
+    trace = tmp_path / "call.jsonl"
+    live = call(RACE, "roll", '{"sides": 1000000}', "--trace", str(trace))
+    assert live.returncode == 0, live.stderr
+    mock = shlex.join([*MCPACTOR, "replay", "--serve", str(trace)])
+    again = call(mock, "roll", '{"sides": 1000000}')
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == live.stdout  # the recorded roll, not a new one
