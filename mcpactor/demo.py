@@ -1,22 +1,28 @@
 """``mcpactor demo``: record a real session and replay it, in under a minute.
 
-Spawns ``examples/demo_server.py`` over stdio with ``--trace``, drives it with
-:func:`mcpactor.connect_stdio` (a few tools, progress, a resource, a prompt), then
-replays the trace deterministically and prints the verdict. Exit status 0 when every
-step worked and the replay was faithful.
+Spawns ``examples/demo_server.py`` over stdio with ``--trace``, drives it with the
+client code of ``examples/demo_client.py`` (a few tools, progress, a resource, a
+prompt) over :func:`mcpactor.connect_stdio`, recording the client's side too, then
+replays both traces deterministically (the server's handlers, then the client code)
+and prints the verdicts. Exit status 0 when every step worked and both replays were
+faithful.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import trio
 
 _SERVER = Path(__file__).resolve().parent.parent / "examples" / "demo_server.py"
+_CLIENT = _SERVER.with_name("demo_client.py")
 
 
 def register(sub: Any) -> None:
@@ -24,6 +30,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="record a session with a demo server, then replay it")
     p.add_argument("--trace", default="demo-trace.jsonl", metavar="PATH",
                    help="where to write the trace (default: demo-trace.jsonl)")
+    p.add_argument("--client-trace", default="demo-client-trace.jsonl", metavar="PATH",
+                   help="where the client writes its side (default: demo-client-trace.jsonl)")
     p.add_argument("--server", default=str(_SERVER), metavar="FILE",
                    help="the server script to run (default: examples/demo_server.py)")
     p.set_defaults(func=cmd_demo)
@@ -33,32 +41,50 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-async def _drive(server: str, trace: str) -> None:
+async def _drive(server: str, trace: str, client_trace: str) -> None:
     from mcpactor import connect_stdio
+    from mcpactor.entrypoint import load_entry_point
 
     command = [sys.executable, server, "--trace", trace]
     _say(f"1. starting the server over stdio, recording to {trace}:\n   {' '.join(command)}")
-    async with connect_stdio(command, timeout=30) as client:
-        info = client.server_info
-        _say(f"   connected to {info.get('name')} {info.get('version')} "
-             f"(protocol {client.protocol_version})")
-        tools = await client.list_tools()
-        _say(f"2. tools: {', '.join(t.name for t in tools.tools)}")
-        added = await client.call_tool("add", {"a": 2, "b": 3})
-        _say(f"   add(2, 3) -> {added.structured_content}")
-        if added.structured_content != {"result": 5}:
-            raise RuntimeError(f"add(2, 3) returned {added.structured_content}")
+    _say(f"   (the client records its side too, to {client_trace})")
+    client_code = f"{_CLIENT}:main"
+    main = load_entry_point(client_code)
+    async with connect_stdio(command, timeout=30, trace=client_trace,
+                             entry_point=client_code) as client:
+        await main(client)
 
-        def show(progress: float, total: float | None, message: str | None) -> None:
-            _say(f"   progress {progress:g}/{total:g}: {message}")
 
-        _say("3. slow(5), with progress:")
-        slow = await client.call_tool("slow", {"steps": 5}, on_progress=show)
-        _say(f"   slow(5) -> {slow.content[0].text}")  # type: ignore[union-attr]
-        resource = await client.read_resource("demo://greeting")
-        _say(f"4. resource demo://greeting -> {resource.contents[0].text!r}")  # type: ignore[union-attr]
-        prompt = await client.get_prompt("review", {"code": "print('hi')"})
-        _say(f"   prompt review -> {len(prompt.messages)} message(s)")
+@contextmanager
+def _client_says() -> Iterator[None]:
+    # The client code reports through the "demo" logger: shown here, quiet in a replay.
+    log = logging.getLogger("demo")
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+
+
+def _replay(path: Path, what: str) -> bool | None:
+    """Replay one trace and print the verdict: faithful, or None if it could not run."""
+    from replay.engine import ReplayError, replay
+    from replay.report import print_verdict
+    from replay.trace import TraceError, load_trace
+
+    try:
+        trace = load_trace(path)
+        began = time.perf_counter()
+        result = replay(trace)
+    except (TraceError, ReplayError) as exc:
+        print(f"demo: cannot replay {what}: {exc}", file=sys.stderr)
+        return None
+    print_verdict(result, time.perf_counter() - began, sys.stdout)
+    return result.faithful
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -69,26 +95,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not server.is_file():
         raise CliError(f"no demo server at {server} (run this from a source checkout)")
     trace_path = Path(args.trace)
+    client_path = Path(args.client_trace)
     started = time.perf_counter()
     try:
-        trio.run(_drive, str(server), str(trace_path))
+        with _client_says():
+            trio.run(_drive, str(server), str(trace_path), str(client_path))
     except Exception as exc:
         print(f"demo: the live session failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     live = time.perf_counter() - started
-    from replay.engine import ReplayError, replay
-    from replay.report import print_verdict
-    from replay.trace import TraceError, load_trace
-
     _say(f"5. the session took {live:.2f} s; replaying {trace_path} deterministically "
          "(virtual clock, same seeds, the real handlers):")
-    try:
-        trace = load_trace(trace_path)
-        began = time.perf_counter()
-        result = replay(trace)
-    except (TraceError, ReplayError) as exc:
-        print(f"demo: cannot replay: {exc}", file=sys.stderr)
+    server_ok = _replay(trace_path, "the server's trace")
+    if server_ok is None:
         return 1
-    print_verdict(result, time.perf_counter() - began, sys.stdout)
-    _say(f"\nTry: mcpactor trace show {trace_path}   |   mcpactor replay {trace_path} --step")
-    return 0 if result.faithful else 1
+    _say(f"6. replaying the client's side, {client_path}: the client code of "
+         "examples/demo_client.py runs again against the recorded server:")
+    client_ok = _replay(client_path, "the client's trace")
+    if client_ok is None:
+        return 1
+    _say(f"\nTry: mcpactor trace show {trace_path}   |   mcpactor replay {trace_path} --step"
+         f"   |   mcpactor trace html {client_path} -o client.html")
+    return 0 if server_ok and client_ok else 1

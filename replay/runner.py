@@ -196,9 +196,15 @@ async def _run_client(script: Any, trace: Trace, transport: ReplayTransport,
     """The client code, connected as it was when recorded: its own failure (traced as
     ``client_failed``, which the matcher compares) is the recording's outcome too, not
     the replay's."""
-    from mcpactor.client.client import connect_transport
+    from mcpactor.client.client import connect_transport, timeout_from_json
 
     options = script.connect_options()
+    # What the script leaves unset comes from the recording's connect options.
+    recorded = trace.header.get("client_options") or {}
+    if options.get("timeout") is None and "timeout" in recorded:
+        options["timeout"] = timeout_from_json(recorded["timeout"])
+    if "init_timeout" in recorded:
+        options["init_timeout"] = timeout_from_json(recorded["init_timeout"])
     sent = _recorded_initialize(trace)
     if "client_info" not in options and isinstance(sent.get("clientInfo"), dict):
         options["client_info"] = sent["clientInfo"]

@@ -367,6 +367,22 @@ def _page(cursor: str | None) -> dict[str, Any] | None:
     return {"cursor": cursor} if cursor is not None else None
 
 
+def timeout_to_json(timeout: Timeout | float | None) -> Any:
+    """A client's default timeout as a trace header records it (see
+    :func:`timeout_from_json`)."""
+    if isinstance(timeout, Timeout):
+        return attrs.asdict(timeout)
+    return timeout
+
+
+def timeout_from_json(value: Any) -> Timeout | float | None:
+    """The timeout :func:`timeout_to_json` recorded."""
+    if isinstance(value, dict):
+        return Timeout(**{k: v for k, v in value.items()
+                          if k in ("seconds", "reset_on_progress", "maximum")})
+    return value if isinstance(value, int | float) else None
+
+
 def _one_tracer(trace: object, tracer: object) -> None:
     if trace is not None and tracer is not None:
         raise ValueError("pass trace= (a file to record to) or tracer=, not both")
@@ -402,7 +418,8 @@ async def connect_transport(
         from mcpactor.tracing.recorder import JsonlRecorder, TraceHeader
 
         tracer = JsonlRecorder(trace, TraceHeader(
-            role="client", transport=transport.name, entry_point=entry_point))
+            role="client", transport=transport.name, entry_point=entry_point,
+            client_options={"timeout": timeout_to_json(timeout), "init_timeout": init_timeout}))
     handlers = handlers or ClientHandlers()
     conn = Connection(
         Role.CLIENT,

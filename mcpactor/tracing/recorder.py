@@ -68,9 +68,13 @@ class TraceHeader:
     session: str | None = None
     seeds: dict[str, Any] = attrs.Factory(fresh_seeds)
     redacted_keys: list[str] = attrs.Factory(lambda: sorted(DEFAULT_REDACT_KEYS))
+    #: (client traces) the connect options that shape the session besides the client
+    #: code: ``timeout`` and ``init_timeout``, which a replay uses unless told otherwise.
+    client_options: dict[str, Any] | None = None
 
     def to_json(self, clock: dict[str, Any]) -> dict[str, Any]:
         """The header line's JSON object (``clock``: kind, origin, wall_origin)."""
+        extra = {} if self.client_options is None else {"client_options": self.client_options}
         return {
             "type": "header",
             "format": TRACE_FORMAT,
@@ -84,6 +88,7 @@ class TraceHeader:
             "seeds": self.seeds,
             "clock": clock,
             "redacted_keys": list(self.redacted_keys),
+            **extra,
         }
 
 

@@ -1,4 +1,5 @@
-"""`mcpactor demo`: a live stdio session, recorded and replayed, ends with a verdict."""
+"""`mcpactor demo`: a live stdio session, recorded on both sides and replayed, ends with
+two verdicts."""
 
 from __future__ import annotations
 
@@ -10,11 +11,18 @@ from replay_support import run_cli
 
 def test_demo_records_a_real_session_and_replays_it_faithfully(tmp_path: Path) -> None:
     trace = tmp_path / "demo.jsonl"
-    code, out, err = run_cli("demo", "--trace", str(trace))
+    client_trace = tmp_path / "demo-client.jsonl"
+    code, out, err = run_cli("demo", "--trace", str(trace), "--client-trace", str(client_trace))
     assert code == 0, out + err
     assert "add(2, 3) -> {'result': 5}" in out
     assert "progress 5/5: step 5 of 5" in out
-    assert "replay: faithful" in out
+    # Both sides replay: the server's handlers, then the client code (which stays quiet).
+    assert out.count("replay: faithful") == 2
+    assert out.count("progress 5/5") == 1
+    client_header = orjson.loads(client_trace.read_bytes().splitlines()[0])
+    assert client_header["role"] == "client"
+    assert client_header["entry_point"].endswith("examples/demo_client.py:main")
+    assert client_header["client_options"] == {"timeout": 30, "init_timeout": 30.0}
     header = orjson.loads(trace.read_bytes().splitlines()[0])
     assert header["transport"] == "stdio" and header["clock"]["kind"] == "monotonic"
     assert header["entry_point"].endswith("examples/demo_server.py:server")

@@ -13,7 +13,7 @@ import pytest
 import trio
 from replay_support import RACE_SERVER, ROOT, events_of, run_cli
 
-from mcpactor import connect_stdio
+from mcpactor import Timeout, connect_stdio
 from mcpactor.client.script import as_client_script
 from mcpactor.entrypoint import load_entry_point
 from mcpactor.tracing import MemoryRecorder, TraceHeader
@@ -62,6 +62,29 @@ def test_a_recorded_client_replays_faithfully_running_its_own_code(tmp_path: Pat
     code, out, err = run_cli("replay", str(trace))
     assert code == 0, out + err
     assert "replay: faithful" in out
+
+
+def test_the_recorded_timeouts_come_back_in_the_replay(tmp_path: Path) -> None:
+    """Timeouts shape a client session (every request sets a timer); the header keeps
+    the connect options, so a bare ``main`` replays with the same ones."""
+    trace = tmp_path / "client.jsonl"
+    script = as_client_script(load_entry_point(f"{SCRIPTS}:main"))
+    assert script is not None
+
+    async def run() -> None:
+        async with connect_stdio(SERVER, trace=trace, entry_point=f"{SCRIPTS}:main",
+                                 timeout=Timeout(5, maximum=9), init_timeout=20) as client:
+            await script.main(client)
+
+    trio.run(run)
+    header = orjson.loads(trace.read_bytes().splitlines()[0])
+    assert header["client_options"] == {
+        "timeout": {"seconds": 5, "reset_on_progress": True, "maximum": 9},
+        "init_timeout": 20}
+    timers = [e for e in _events(trace) if e["kind"] == "timer_set"]
+    assert len(timers) == 3
+    code, out, _ = run_cli("replay", str(trace))
+    assert code == 0, out
 
 
 def test_changed_client_code_diverges_where_it_changed(tmp_path: Path) -> None:
