@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import json
 import shlex
-import socket
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MCPACTOR = [sys.executable, "-m", "mcpactor"]
-RACE = shlex.join([*MCPACTOR, "run", f"{ROOT / 'traces' / 'servers' / 'race_server.py'}:server"])
+RACE_SERVER = f"{ROOT / 'traces' / 'servers' / 'race_server.py'}:server"
+RACE = shlex.join([*MCPACTOR, "run", RACE_SERVER])
 DEMO = shlex.join([sys.executable, str(ROOT / "examples" / "demo_server.py")])
 
 
@@ -70,31 +70,13 @@ def test_mistakes_are_one_line_with_exit_status_2() -> None:
         assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_over_streamable_http_with_a_recorded_trace(tmp_path: Path) -> None:
-    port = _free_port()
-    server = subprocess.Popen(
-        [*shlex.split(RACE), "--transport", "http", "--port", str(port)],
-        stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        trace = tmp_path / "call.jsonl"
-        done = call(f"http://127.0.0.1:{port}/mcp", "quick", "--header", "X-Test: 1",
-                    "--trace", str(trace))
-        assert (done.returncode, done.stdout) == (0, "quick\n"), done.stderr
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+def test_over_streamable_http_with_a_recorded_trace(
+    tmp_path: Path, http_server: Callable[..., tuple[subprocess.Popen[bytes], str]],
+) -> None:
+    _, url = http_server(RACE_SERVER)
+    trace = tmp_path / "call.jsonl"
+    done = call(url, "quick", "--header", "X-Test: 1", "--trace", str(trace))
+    assert (done.returncode, done.stdout) == (0, "quick\n"), done.stderr
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     assert events[0]["role"] == "client" and events[0]["transport"] == "http"
     sent = [e["msg"].get("method") for e in events[1:] if e.get("kind") == "message_out"]

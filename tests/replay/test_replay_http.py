@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -14,35 +13,16 @@ from replay_support import RACE_SERVER, TRACES, run_cli
 
 from mcpactor import connect_http
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+#: The ``http_server`` fixture (tests/conftest.py): ``start(target, *args)`` -> (process, URL).
+HttpServer = Callable[..., tuple[subprocess.Popen[bytes], str]]
 
 
-def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
-    for _ in range(200):
-        assert proc.poll() is None, "the HTTP server exited"
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError("the HTTP server did not start listening")
-
-
-def test_http_session_traces_replay_and_against_url_matches(tmp_path: Path) -> None:
-    port = _free_port()
+def test_http_session_traces_replay_and_against_url_matches(
+    tmp_path: Path, http_server: HttpServer,
+) -> None:
     trace_dir = tmp_path / "traces"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpactor.cli", "run", RACE_SERVER, "--transport", "http",
-         "--port", str(port), "--trace", str(trace_dir)],
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
+    proc, url = http_server(RACE_SERVER, "--trace", str(trace_dir))
     try:
-        _wait_listening(port, proc)
 
         async def session() -> list[str]:
             async with connect_http(url) as client:
@@ -64,7 +44,9 @@ def test_http_session_traces_replay_and_against_url_matches(tmp_path: Path) -> N
         assert "faithful" in out
 
 
-def test_both_sides_of_an_http_session_replay_from_their_own_traces(tmp_path: Path) -> None:
+def test_both_sides_of_an_http_session_replay_from_their_own_traces(
+    tmp_path: Path, http_server: HttpServer,
+) -> None:
     """A client recorded over Streamable HTTP against a real server process that records
     too: the server's sampling request reaches the client's handler mid-call. Each side's
     trace replays its own code against the other side's recorded messages."""
@@ -73,21 +55,15 @@ def test_both_sides_of_an_http_session_replay_from_their_own_traces(tmp_path: Pa
     sys.path.insert(0, str(Path(__file__).parent))
     import client_scripts
 
-    port = _free_port()
     server_dir = tmp_path / "server"
     client_trace = tmp_path / "client.jsonl"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpactor.cli", "run", RACE_SERVER, "--transport", "http",
-         "--port", str(port), "--trace", str(server_dir)],
-        stderr=subprocess.DEVNULL,
-    )
+    proc, url = http_server(RACE_SERVER, "--trace", str(server_dir))
     script = as_client_script(client_scripts.sampling)
     assert script is not None
     try:
-        _wait_listening(port, proc)
 
         async def session() -> None:
-            async with connect_http(f"http://127.0.0.1:{port}/mcp", trace=client_trace,
+            async with connect_http(url, trace=client_trace,
                                     entry_point=f"{client_scripts.__file__}:sampling",
                                     **script.connect_options()) as client:
                 await script.main(client)

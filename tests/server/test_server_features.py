@@ -2,38 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, TypedDict
 
 import attrs
 import pytest
-import trio
 
 from mcpactor import (
     CapabilityNotSupported,
-    Client,
     ClientHandlers,
     Context,
     Image,
     McpError,
     Server,
     ToolError,
-    connect_transport,
 )
 from mcpactor.protocol import types as t
 from mcpactor.server.content import resource_contents
-from mcpactor.transports.memory import memory_pair
-
-
-@asynccontextmanager
-async def pair(server: Server, **kw: Any) -> AsyncIterator[Client]:
-    a, b = memory_pair()
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server.serve, a)
-        async with connect_transport(b, **kw) as client:
-            yield client
-        nursery.cancel_scope.cancel()
+from mcpactor.testing import open_client
 
 
 class Weather(TypedDict):
@@ -152,7 +137,7 @@ def _make_extra(i: int) -> Any:
 
 
 async def test_initialize_exposes_info_capabilities_and_instructions() -> None:
-    async with pair(feature_server()) as c:
+    async with open_client(feature_server()) as c:
         assert c.server_info == {"name": "features", "version": "2.0", "title": "Features"}
         assert c.instructions == "be nice"
         caps = c.server_capabilities
@@ -161,7 +146,7 @@ async def test_initialize_exposes_info_capabilities_and_instructions() -> None:
 
 
 async def test_tools_pagination_with_opaque_cursors() -> None:
-    async with pair(feature_server()) as c:
+    async with open_client(feature_server()) as c:
         first = await c.list_tools()
         assert len(first.tools) == 2 and first.next_cursor
         assert "o:" not in first.next_cursor  # opaque, not a raw offset
@@ -175,7 +160,7 @@ async def test_tools_pagination_with_opaque_cursors() -> None:
 
 
 async def test_structured_outputs_have_schemas_and_text_copies() -> None:
-    async with pair(feature_server()) as c:
+    async with open_client(feature_server()) as c:
         tools = {x.name: x for x in await c.list_all_tools()}
         w = tools["weather"]
         assert w.title == "Weather" and w.annotations == t.ToolAnnotations(read_only_hint=True)
@@ -188,7 +173,7 @@ async def test_structured_outputs_have_schemas_and_text_copies() -> None:
 
 
 async def test_content_errors_and_unknown_tools() -> None:
-    async with pair(feature_server()) as c:
+    async with open_client(feature_server()) as c:
         tools = {x.name: x for x in await c.list_all_tools()}
         assert tools["picture"].output_schema is None  # list[Any] means content items
         res = await c.call_tool("picture")
@@ -219,14 +204,14 @@ async def test_server_to_client_requests_through_registered_handlers() -> None:
     handlers = ClientHandlers(
         sampling=sampling, elicitation=elicitation, roots=[t.Root(uri="file:///work", name="work")]
     )
-    async with pair(feature_server(), handlers=handlers) as c:
+    async with open_client(feature_server(), handlers=handlers) as c:
         res = await c.call_tool("ask")
         assert res.content[0].text == "4|accept:Ada|file:///work"  # type: ignore[union-attr]
     assert asked == ["sampling", "elicitation"]
 
 
 async def test_undeclared_client_capability_is_an_error_result_not_a_hang() -> None:
-    async with pair(feature_server()) as c:
+    async with open_client(feature_server()) as c:
         res = await c.call_tool("ask")
         assert res.is_error is True and "'sampling' capability" in res.content[0].text  # type: ignore[union-attr]
 
@@ -243,14 +228,14 @@ async def test_capability_error_type() -> None:
             return f"refused: {exc}"
         return "listed"
 
-    async with pair(server) as c:
+    async with open_client(server) as c:
         res = await c.call_tool("needs_roots")
         assert res.content[0].text.startswith("refused:")  # type: ignore[union-attr]
 
 
 async def test_logging_levels_filter_messages() -> None:
     got: list[Any] = []
-    async with pair(feature_server(), handlers=ClientHandlers(on_log=got.append)) as c:
+    async with open_client(feature_server(), handlers=ClientHandlers(on_log=got.append)) as c:
         await c.call_tool("chatty")
         await c.set_logging_level("warning")
         await c.call_tool("chatty")
@@ -263,7 +248,7 @@ async def test_logging_levels_filter_messages() -> None:
 
 
 async def test_resources_text_blob_templates_and_metadata() -> None:
-    async with pair(feature_server()) as c:
+    async with open_client(feature_server()) as c:
         listed = []
         cursor = None
         while True:
@@ -297,7 +282,7 @@ async def test_resources_text_blob_templates_and_metadata() -> None:
 
 
 async def test_collection_rules() -> None:
-    async with pair(feature_server()) as c:
+    async with open_client(feature_server()) as c:
         formats = (await c.read_resource("mem://formats")).contents
         assert {x.uri for x in formats} == {"mem://formats"} and len(formats) == 2
         children = (await c.read_resource("mem://dir/")).contents
@@ -314,7 +299,7 @@ async def test_subscriptions_and_list_changed() -> None:
     handlers = ClientHandlers(
         on_resource_updated=updates.append, on_tools_changed=lambda p: changed.append("tools")
     )
-    async with pair(server, handlers=handlers) as c:
+    async with open_client(server, handlers=handlers) as c:
         await c.call_tool("touch", {"uri": "mem://text"})  # not subscribed yet
         await c.subscribe("mem://text")
         await c.call_tool("touch", {"uri": "mem://text"})
@@ -330,7 +315,7 @@ async def test_subscriptions_and_list_changed() -> None:
 
 
 async def test_prompts_with_arguments_and_content() -> None:
-    async with pair(feature_server()) as c:
+    async with open_client(feature_server()) as c:
         prompts = (await c.list_prompts()).prompts
         greet = next(p for p in prompts if p.name == "greet")
         assert greet.title == "Greeting"
@@ -349,7 +334,7 @@ async def test_prompts_with_arguments_and_content() -> None:
 
 
 async def test_completion_with_context() -> None:
-    async with pair(feature_server()) as c:
+    async with open_client(feature_server()) as c:
         ref = {"type": "ref/prompt", "name": "greet"}
         res = await c.complete(ref, {"name": "name", "value": "al"})
         assert res.completion.values == ["alice", "albert"] and res.completion.total == 2
@@ -365,7 +350,7 @@ async def test_meta_and_unknown_fields_pass_through() -> None:
         """Echo the request's _meta."""
         return repr(sorted((ctx.meta or {}).items()))
 
-    async with pair(server) as c:
+    async with open_client(server) as c:
         res = await c.call_tool("show", {}, meta={"trace": "abc"})
         assert res.content[0].text == "[('trace', 'abc')]"  # type: ignore[union-attr]
         raw = await c.request("tools/list", None, result_cls=None)
@@ -389,7 +374,7 @@ async def test_content_an_older_revision_lacks_is_sent_as_text() -> None:
 
     kinds = {}
     for version in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"):
-        async with pair(server, protocol_version=version) as c:
+        async with open_client(server, protocol_version=version) as c:
             res = await c.call_tool("media")
             prompt = await c.get_prompt("linked")
             kinds[version] = ([type(b).__name__ for b in res.content], type(prompt.messages[0].content).__name__)

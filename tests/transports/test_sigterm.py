@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -69,66 +69,48 @@ def test_stdio_server_with_a_call_in_flight(
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_http_server_with_open_sessions(tmp_path: Path) -> None:
-    port = _free_port()
+def test_http_server_with_open_sessions(
+    tmp_path: Path, http_server: Callable[..., tuple[subprocess.Popen[bytes], str]],
+) -> None:
     traces = tmp_path / "traces"
-    proc = subprocess.Popen([*MCPACTOR, "run", RACE_SERVER, "--transport", "http", "--port",
-                             str(port), "--trace", str(traces)], stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        for _ in range(200):
+    proc, url = http_server(RACE_SERVER, "--trace", str(traces))
+
+    async def sessions() -> list[str]:
+        outcomes: list[str] = []
+
+        async def idle(task_status: trio.TaskStatus[None]) -> None:
+            async with connect_http(url) as client:
+                await client.call_tool("quick")
+                task_status.started()
+                await trio.sleep_forever()
+
+        failed = trio.Event()
+
+        async def busy(task_status: trio.TaskStatus[None]) -> None:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-
-        async def sessions() -> list[str]:
-            outcomes: list[str] = []
-
-            async def idle(task_status: trio.TaskStatus[None]) -> None:
                 async with connect_http(url) as client:
-                    await client.call_tool("quick")
                     task_status.started()
-                    await trio.sleep_forever()
+                    await client.call_tool("sleepy", {"seconds": 60})
+            except Exception as exc:  # the server went away mid-call
+                outcomes.append(f"{type(exc).__name__}: {exc}")
+                failed.set()
 
-            failed = trio.Event()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(idle)
+            await nursery.start(busy)
+            await trio.sleep(0.5)
+            proc.send_signal(signal.SIGTERM)
+            with trio.fail_after(20):
+                await trio.to_thread.run_sync(lambda: proc.wait(timeout=20))
+            with trio.move_on_after(5):
+                await failed.wait()
+            nursery.cancel_scope.cancel()
+        return outcomes
 
-            async def busy(task_status: trio.TaskStatus[None]) -> None:
-                try:
-                    async with connect_http(url) as client:
-                        task_status.started()
-                        await client.call_tool("sleepy", {"seconds": 60})
-                except Exception as exc:  # the server went away mid-call
-                    outcomes.append(f"{type(exc).__name__}: {exc}")
-                    failed.set()
-
-            async with trio.open_nursery() as nursery:
-                await nursery.start(idle)
-                await nursery.start(busy)
-                await trio.sleep(0.5)
-                proc.send_signal(signal.SIGTERM)
-                with trio.fail_after(20):
-                    await trio.to_thread.run_sync(lambda: proc.wait(timeout=20))
-                with trio.move_on_after(5):
-                    await failed.wait()
-                nursery.cancel_scope.cancel()
-            return outcomes
-
-        outcomes = trio.run(sessions)
-        assert proc.returncode == 0
-        # The call in flight fails with a clear error instead of hanging.
-        assert len(outcomes) == 1 and ("ended" in outcomes[0] or "closed" in outcomes[0]), outcomes
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    outcomes = trio.run(sessions)
+    assert proc.returncode == 0
+    # The call in flight fails with a clear error instead of hanging.
+    assert len(outcomes) == 1 and ("ended" in outcomes[0] or "closed" in outcomes[0]), outcomes
     recorded = sorted(traces.glob("*.jsonl"))
     assert len(recorded) == 2
     for trace in recorded:
