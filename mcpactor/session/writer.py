@@ -22,6 +22,7 @@ import trio
 from mcpactor.protocol.errors import ConnectionClosed
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.session.limits import Limits
+from mcpactor.tracing.tracer import Compact
 from mcpactor.transports.base import Outgoing, Transport, TransportClosed
 
 __all__ = ["WriterActor"]
@@ -36,6 +37,9 @@ class WriterActor:
     id: str
     close_reason: str | None
     _rec: Callable[[str, str, str, dict[str, Any]], None] | None
+    _log: Callable[[Compact], None] | None
+    _clock: Callable[[], int]
+    _tick: Callable[[], None]
     _reader_scope: trio.CancelScope
 
     def _init_writer(self) -> None:
@@ -104,8 +108,15 @@ class WriterActor:
         rec = self._rec
         if rec is not None:
             sid = self.id
-            for m, rel in batch:
-                rec(sid, "writer", "message_out", {"msg": m, "related": rel})
+            log = self._log
+            if log is not None:
+                clock = self._clock
+                for m, rel in batch:
+                    log((clock(), sid, "writer", "message_out", {"msg": m, "related": rel}))
+                self._tick()
+            else:
+                for m, rel in batch:
+                    rec(sid, "writer", "message_out", {"msg": m, "related": rel})
         if self._out_broken:
             return
         try:

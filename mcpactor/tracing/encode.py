@@ -12,13 +12,20 @@ from typing import Any
 import orjson
 
 from mcpactor.tracing.redact import REDACTED, Redactor
-from mcpactor.tracing.tracer import EncodedMessage
+from mcpactor.tracing.tracer import Compact, EncodedMessage
 
 #: One event as ``emit`` stores it: seq, t, session, actor, kind, data. A tuple, not a
 #: dict: building the event's dict is left to whoever encodes it. ``t`` is seconds as
 #: the float nearest a whole number of nanoseconds (the recorder divides an integer
 #: nanosecond reading by 1e9), so it prints in at most nine decimals as it is.
 Record = tuple[int, float, str, str, str, dict[str, Any]]
+
+
+def to_records(events: list[Compact], first_seq: int, origin: int) -> list[Record]:
+    """``events`` as records: numbered from ``first_seq``, ``t`` in seconds since
+    ``origin`` (nanoseconds), the float nearest a whole number of nanoseconds."""
+    return [(seq, (t - origin) / 1e9, session, actor, kind, data)
+            for seq, (t, session, actor, kind, data) in enumerate(events, first_seq)]
 
 _PLAIN_TYPES = (int, float, bool, type(None))
 #: Keys every event has, set by the runtime itself: never secrets, never scanned.
@@ -63,12 +70,21 @@ def encode_block(records: list[Record], redactor: Redactor) -> bytes:
     return b"\n".join(lines) + b"\n" if lines else b""
 
 
+def has_line_break(data: bytes) -> bool:
+    """Whether ``data`` holds a raw CR or LF.
+
+    ``bytes.find``, not ``in``: CPython's ``bytes in bytes`` first tries the needle as
+    an integer and raises and clears a TypeError (a formatted message) on the way,
+    which costs several times the search itself."""
+    return data.find(b"\n") >= 0 or data.find(b"\r") >= 0
+
+
 def embeddable(data: bytes) -> Any:
     """An encoded message as orjson embeds it: the bytes themselves (a Fragment), unless
     they hold a raw line break (legal JSON whitespace, e.g. a pretty-printed HTTP body,
     but it would split the trace line): then the message re-encoded compactly, or, if it
     is not JSON at all, its text as a string."""
-    if b"\n" in data or b"\r" in data:
+    if has_line_break(data):
         try:
             return orjson.Fragment(orjson.dumps(orjson.loads(data)))
         except orjson.JSONDecodeError:
@@ -111,8 +127,7 @@ def _encode_clean(records: list[Record]) -> tuple[bytes, bytes] | None:
             if cls is EncodedMessage:
                 msg = msg.data
             messages.append(msg)
-            ev["msg"] = (fragment(msg) if b"\n" not in msg and b"\r" not in msg
-                         else embeddable(msg))
+            ev["msg"] = fragment(msg) if not has_line_break(msg) else embeddable(msg)
             if kind not in MESSAGE_KINDS or len(data) > 2:
                 free = True
         elif kind not in NO_FREE_TEXT:

@@ -1,11 +1,12 @@
 """Trace recorders: JSONL files (``--trace PATH``) and an in-memory list.
 
 The format is described in ``docs/trace-format.md``. Recording stays off the
-per-message path as far as it can: ``emit`` appends one tuple to a list; batches are
-redacted, encoded (:mod:`.encode`) and written elsewhere: by a background thread
-(:mod:`.writer`, ``writer="thread"``) or by a trace sink process shared by the whole
-process (:mod:`.sinkclient`, ``writer="process"``, which leaves this process only one
-``orjson.dumps`` per batch). Messages arrive as
+per-message path as far as it can: ``emit`` appends one tuple to a list (and sessions
+append their most frequent events themselves: :meth:`fast_log`); batches are
+numbered, redacted, encoded (:mod:`.encode`) and written elsewhere: by a background
+thread (:mod:`.writer`, ``writer="thread"``) or by a trace sink process shared by the
+whole process (:mod:`.sinkclient`, ``writer="process"``, which leaves this process one
+``marshal.dumps`` per 32 events). Messages arrive as
 :class:`~mcpactor.tracing.tracer.EncodedMessage` bytes and are embedded with
 ``orjson.Fragment`` — never decoded and encoded again, unless they may hold a secret.
 """
@@ -23,7 +24,14 @@ import orjson
 import trio
 
 from mcpactor import __version__ as _version
-from mcpactor.tracing.encode import Record, encode_block, encode_events, encode_records
+from mcpactor.tracing.encode import (
+    Compact,
+    Record,
+    encode_block,
+    encode_events,
+    encode_records,
+    to_records,
+)
 from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS, Redactor
 from mcpactor.tracing.seeds import apply_seeds, clock_kind, fresh_seeds
 from mcpactor.tracing.writer import BackgroundWriter, TraceWriter, writer_mode
@@ -143,10 +151,13 @@ class _BufferedRecorder:
         keys = frozenset(header.redacted_keys) | (redact_keys or frozenset())
         self.header = attrs.evolve(header, redacted_keys=sorted(keys))
         self.redactor = Redactor(keys)
-        self._events: list[Record] = []
+        #: Events not yet handed on, as :data:`Compact` tuples. One list for the
+        #: recorder's life (emptied in place): :meth:`fast_log` hands out its append.
+        self._events: list[Compact] = []
         self._staged = 0  # events handed to the writer ahead of their batch (_stage)
         self._batch_events = _BATCH_EVENTS
-        self._seq = 0
+        #: Events numbered so far and handed on: the next in _events is number _base + 1.
+        self._base = 0
         self._wall_origin = wall_origin
         self._origin = 0
         self._clock: dict[str, Any] = {}
@@ -168,13 +179,10 @@ class _BufferedRecorder:
         """
         if self._closed:
             return
-        seq = self._seq = self._seq + 1
         events = self._events
-        # The clock is read before the origin: a first read sets the origin (_first_time).
-        # Clocks are read in integer nanoseconds: the quotient is then the float nearest
-        # a whole number of nanoseconds, which prints in at most nine decimals without
-        # round() (which costs more than the rest of emit together).
-        events.append((seq, (self._time() - self._origin) / 1e9, session, actor, kind, data))
+        # Numbers and times are worked out when the events are handed on (_records):
+        # here, one clock read in integer nanoseconds (a first read sets the origin).
+        events.append((self._time(), session, actor, kind, data))
         # A batch is handed on at 256 events (1,024 staged), at once after an urgent kind,
         # and after _BATCH_SECONDS; the wall clock is read every 32 events only (a clock
         # read per event would cost more than the event). One set lookup covers the rare
@@ -183,6 +191,26 @@ class _BufferedRecorder:
             if kind in _HEADER_KINDS:
                 self._header_event(session, kind, data)
             self._maybe_flush(kind)
+
+    def fast_log(self) -> tuple[Callable[[Compact], None], Callable[[], int]] | None:
+        """The per-message fast path, for a session's most frequent events: ``(log,
+        clock)``, where ``log((clock(), session, actor, kind, data))`` records an event as
+        ``emit`` would, without a Python call of its own (both are C functions on Trio's
+        system clock). Only for kinds that need nothing but an append (not the header or
+        urgent kinds); the caller calls :meth:`tick` now and then (after each message).
+        None when closed. Starts the clock.
+        """
+        if self._closed:
+            return None
+        if self._time == self._first_time:
+            self._start_clock()
+        return self._events.append, self._time
+
+    def tick(self) -> None:
+        """Let events recorded through :meth:`fast_log` be handed on, as ``emit`` does
+        every 32 events."""
+        if len(self._events) >= _STAGE_EVENTS and not self._closed:
+            self._maybe_flush("")
 
     def _maybe_flush(self, kind: str) -> None:
         n = len(self._events)
@@ -195,14 +223,24 @@ class _BufferedRecorder:
             # Held back until the protocol version is known (it is negotiated a few events
             # in), unless the batch grows large first.
             self.flush()
-        elif n >= _STAGE_EVENTS and self._stage(self._events):
+        elif n >= _STAGE_EVENTS and self._stage(self._events, self._base + 1, self._origin):
             self._staged += n
-            self._events = []
+            self._base += n
+            self._events.clear()
             self._batch_events = _STAGED_BATCH_EVENTS
 
-    def _stage(self, events: list[Record]) -> bool:
-        """Have ``events`` encoded ahead of their batch; False: they stay here."""
+    def _stage(self, events: list[Compact], first_seq: int, origin: int) -> bool:
+        """Have ``events`` (numbered from ``first_seq``, timed from ``origin``) taken
+        ahead of their batch; False: they stay here."""
         return False
+
+    def _records(self) -> list[Record]:
+        """The events not yet handed on, numbered and timed; the buffer is emptied."""
+        events = self._events
+        records = to_records(events, self._base + 1, self._origin)
+        self._base += len(events)
+        events.clear()
+        return records
 
     def _header_event(self, session: str, kind: str, data: dict[str, Any]) -> None:
         if kind == "initialized" and self.header.protocol_version is None:
@@ -242,7 +280,7 @@ class _BufferedRecorder:
     @property
     def last_seq(self) -> int:
         """The sequence number of the latest event (0 before the first)."""
-        return self._seq
+        return self._base + len(self._events)
 
     def _take(self) -> tuple[list[bytes], list[Record]]:
         prefix: list[bytes] = []
@@ -251,7 +289,7 @@ class _BufferedRecorder:
             if not self._clock:
                 self._start_clock()
             prefix.append(orjson.dumps(self.header.to_json(self._clock)))
-        events, self._events = self._events, []
+        events = self._records()
         self._staged = 0
         self._last_handoff = time.monotonic()
         return prefix, events
@@ -264,6 +302,8 @@ class _BufferedRecorder:
         if not self._closed:
             self.flush()
             self._closed = True
+            # A fast_log handed out appends to the old list, which nothing reads now.
+            self._events = []
 
 
 class JsonlRecorder(_BufferedRecorder):
@@ -311,11 +351,16 @@ class JsonlRecorder(_BufferedRecorder):
         self._writer = BackgroundWriter(file, lambda events: encode_block(events, redactor))
         self.writer = "thread"
 
-    def _stage(self, events: list[Record]) -> bool:
-        return self._writer.stage(events)
+    def _stage(self, events: list[Compact], first_seq: int, origin: int) -> bool:
+        return self._writer.stage(events, first_seq, origin)
 
     def flush(self) -> None:
         """Hand buffered events to the writer."""
+        if self._events and self._staged and self._stage(
+                self._events, self._base + 1, self._origin):
+            # The rest of a staged batch goes the way the others went.
+            self._base += len(self._events)
+            self._events.clear()
         staged = self._staged
         prefix, events = self._take()
         if prefix or events or staged:

@@ -2,7 +2,7 @@
 
 One per recording process (:mod:`.sinkclient` starts it), writing every trace file of
 that process, so that redaction, encoding and file I/O cost the recording process
-nothing but one ``orjson.dumps`` per batch and a pipe write.
+nothing but one ``marshal.dumps`` per few dozen events and a pipe write per batch.
 
 Protocol. Frames on stdin: ``<op:u8><channel:u32><length:u32>`` then ``length`` bytes.
 
@@ -22,6 +22,15 @@ Protocol. Frames on stdin: ``<op:u8><channel:u32><length:u32>`` then ``length`` 
   batch that may hold a secret (or a message holding a line break) is decoded and
   encoded again. Unless ``FREE_TEXT`` is set, the secret scan reads only the messages:
   every other field is then one the runtime wrote (ids, kinds, counters, outcomes);
+- ``RECORDS``: a batch as typed parts, written in order: ``<parts:u32>``, the parts'
+  lengths (native u32s), then the parts, each a type byte and its bytes:
+  ``L``: complete lines, written as they are (the header; lines the recording process
+  encoded itself); ``C``: events as the recorder buffers them (:data:`.encode.Compact`),
+  ``marshal``-ed with the number of the first and the clock's origin: this process
+  numbers, times, redacts and encodes them (:func:`.encode.encode_block`), so that the
+  recording process pays one C call per few dozen events; ``D``: a ``DATA`` body
+  without header lines (events the recording process had to encode itself: data
+  ``marshal`` cannot carry);
 - ``CLOSE``: write nothing more, close the file.
 
 Answers on stdout, one JSON array per line: ``["A", channel, size, learned, error]``
@@ -37,6 +46,7 @@ every other writer.
 from __future__ import annotations
 
 import contextlib
+import marshal
 import os
 import signal
 import struct
@@ -46,13 +56,14 @@ from typing import IO, Any
 
 import orjson
 
-from mcpactor.tracing.encode import Record, encode_block
+from mcpactor.tracing.encode import Record, encode_block, has_line_break, to_records
 from mcpactor.tracing.redact import Redactor
 from mcpactor.tracing.tracer import EncodedMessage
 
-OP_OPEN, OP_DATA, OP_CLOSE = 1, 2, 3
+OP_OPEN, OP_DATA, OP_CLOSE, OP_RECORDS = 1, 2, 3, 4
 FRAME = struct.Struct("<BII")
 BATCH = struct.Struct("<IIII")
+COUNT = struct.Struct("<I")
 #: A ``DATA`` flag: some event other than a message event may hold free text.
 FREE_TEXT = 1
 
@@ -105,7 +116,7 @@ def splice_block(body: bytes, marker: str) -> tuple[list[bytes], bytes | None, b
     # Every pass over the bytes counts here: one-byte membership tests (memchr) are
     # nearly free, anything else costs about a nanosecond a byte.
     everything = b"".join(messages)
-    if b"\n" in everything or b"\r" in everything:
+    if has_line_break(everything):
         return lines, None, b""  # a raw line break inside a message: re-encode it
     # [A,\n,B,\n] -> A\nB, on the events alone: the separators can only stand between
     # events (see encode.EVENT_SEPARATOR).
@@ -156,6 +167,71 @@ def _replace_all(value: Any, marker: str, messages: Any) -> Any:
     return value
 
 
+def split_parts(body: bytes) -> list[bytes]:
+    """The parts of a ``RECORDS`` body, each still led by its type byte."""
+    (count,) = COUNT.unpack_from(body)
+    lengths = array("I")
+    lengths.frombytes(body[COUNT.size : COUNT.size + 4 * count])
+    pos = COUNT.size + 4 * count
+    parts: list[bytes] = []
+    for n in lengths:
+        parts.append(body[pos : pos + n])
+        pos += n
+    return parts
+
+
+def records_body(parts: list[bytes]) -> bytes:
+    """A ``RECORDS`` body of ``parts`` (each led by its type byte)."""
+    return b"".join([COUNT.pack(len(parts)), array("I", map(len, parts)).tobytes(), *parts])
+
+
+def compact_records(part: bytes) -> list[Record]:
+    """The events of a ``C`` part (without its type byte) as records."""
+    first_seq, origin, events = marshal.loads(part)
+    return to_records(events, first_seq, origin)
+
+
+def compact_block(part: bytes, redactor: Redactor) -> bytes:
+    """The lines to write for a ``C`` part (without its type byte)."""
+    return encode_block(compact_records(part), redactor)
+
+
+def decode_parts(body: bytes, marker: str) -> list[tuple[list[bytes], list[Record]]]:
+    """A ``RECORDS`` body as (lines, records) pieces in order: what a writer taking over
+    from the sink must write (lines are complete lines, without their newline)."""
+    pieces: list[tuple[list[bytes], list[Record]]] = []
+    for part in split_parts(body):
+        kind, data = part[:1], part[1:]
+        if kind == b"L":
+            pieces.append((data[:-1].split(b"\n") if data else [], []))
+        elif kind == b"C":
+            pieces.append(([], compact_records(data)))
+        else:
+            pieces.append(decode_batch(data, marker))
+    return pieces
+
+
+def _write_parts(trace: _Trace, body: bytes, marker: str) -> tuple[int, list[str]]:
+    blocks: list[bytes] = []
+    for part in split_parts(body):
+        kind, data = part[:1], part[1:]
+        if kind == b"L":
+            blocks.append(data)
+        elif kind == b"C":
+            blocks.append(compact_block(data, trace.redactor))
+        elif kind == b"D":
+            lines, block, scan = splice_block(data, marker)
+            if block is None or trace.redactor.batch_might_hold_secret(scan):
+                lines, records = decode_batch(data, marker)
+                block = encode_block(records, trace.redactor)
+            if lines:
+                blocks.append(b"\n".join(lines) + b"\n")
+            blocks.append(block)
+        else:
+            raise ValueError(f"unknown part type {kind!r}")
+    return trace.write([], b"".join(blocks))
+
+
 def _read(stream: IO[bytes], n: int) -> bytes | None:
     data = stream.read(n)
     return data if len(data) == n else None
@@ -188,6 +264,9 @@ def serve(inp: IO[bytes], out: IO[bytes], nonce: str) -> None:
                         block = encode_block(records, trace.redactor)
                     size, learned = trace.write(lines, block)
                     reply = ["A", channel, size, learned, errors.pop(channel, None)]
+                elif op == OP_RECORDS:
+                    size, learned = _write_parts(traces[channel], body, marker)
+                    reply = ["A", channel, size, learned, errors.pop(channel, None)]
                 elif op == OP_CLOSE:
                     trace = traces.pop(channel)
                     size = trace.file.tell()
@@ -195,7 +274,7 @@ def serve(inp: IO[bytes], out: IO[bytes], nonce: str) -> None:
                     reply = ["C", channel, size, errors.pop(channel, None)]
             except Exception as exc:  # one bad batch or file must not end the others
                 errors[channel] = repr(exc)
-                if op == OP_DATA:
+                if op in (OP_DATA, OP_RECORDS):
                     reply = ["A", channel, -1, [], errors.pop(channel)]
                 elif op == OP_CLOSE:
                     traces.pop(channel, None)

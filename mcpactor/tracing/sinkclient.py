@@ -3,8 +3,8 @@
 Why a process: recording costs the session two things per event, building the event
 and encoding it (a redaction check, orjson). A writer thread takes the second off the
 Trio thread but not off the CPU the server runs on: it runs under the same GIL. Here the
-Trio thread makes one ``orjson.dumps`` per batch and writes it to a pipe;
-:mod:`.sink`, another interpreter, does the rest.
+Trio thread makes one ``marshal.dumps`` per 32 events (the events as buffered) and
+one pipe write per batch; :mod:`.sink`, another interpreter, does the rest.
 
 One sink process per recording process, started with the first recorder that asks and
 shared by all (an HTTP server records one file per session). Every recorder keeps its
@@ -23,6 +23,7 @@ import collections
 import contextlib
 import fcntl
 import itertools
+import marshal
 import os
 import secrets
 import select
@@ -42,10 +43,12 @@ from mcpactor.tracing.encode import (
     EVENT_SEPARATOR,
     MESSAGE_KINDS,
     NO_FREE_TEXT,
+    Compact,
     Record,
     encode_block,
     encode_records,
     jsonable,
+    to_records,
 )
 from mcpactor.tracing.redact import Redactor
 from mcpactor.tracing.sink import (
@@ -53,9 +56,12 @@ from mcpactor.tracing.sink import (
     FRAME,
     FREE_TEXT,
     OP_CLOSE,
-    OP_DATA,
     OP_OPEN,
+    OP_RECORDS,
+    compact_records,
     decode_batch,
+    decode_parts,
+    records_body,
 )
 from mcpactor.tracing.tracer import EncodedMessage
 from mcpactor.tracing.writer import BackgroundWriter
@@ -142,6 +148,11 @@ def batch_body(prefix: list[bytes], chunks: list[Chunk]) -> bytes:
     lengths = array("I", map(len, blobs)).tobytes()
     head = BATCH.pack(len(payload), len(prefix), len(blobs), FREE_TEXT if free else 0)
     return b"".join([head, payload, lengths, *blobs])
+
+
+def _lines_part(lines: list[bytes]) -> bytes:
+    # An ``L`` part: complete lines, written as they are.
+    return b"L" + b"".join([line + b"\n" for line in lines])
 
 
 def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Fragment) -> bytes:
@@ -373,8 +384,8 @@ class ProcessWriter:
         self._local: Redactor | None = None  # for batches encoded here; knows _learned
         self._local_learned = 0
         self._encode_here = False
-        #: Events encoded ahead of their batch (see stage()), in order.
-        self._staged: list[Chunk] = []
+        #: Events taken ahead of their batch (see stage()), in order: ``RECORDS`` parts.
+        self._staged: list[bytes] = []
         self._closed_ok = False
         self._fallback: BackgroundWriter | None = None
         self._channel = sink.register(self)
@@ -388,29 +399,38 @@ class ProcessWriter:
         """Whether this file's writing has fallen back to a thread of this process."""
         return self._fallback is not None
 
-    def stage(self, events: list[Record]) -> bool:
-        """Encode ``events`` now, to be sent with the next batch; False if not taken.
+    def stage(self, events: list[Compact], first_seq: int, origin: int) -> bool:
+        """Take ``events`` now, to be sent with the next batch; False if not taken.
 
-        A recorder stages every few dozen events: the session then pays for encoding in
-        short steps instead of one stall per batch (with one call in flight, the call
-        during which a whole batch was encoded waited for all of it: the p99), and holds
-        bytes rather than a batch's worth of live tuples and dicts.
+        A recorder stages every few dozen events: one ``marshal.dumps`` (C) turns them
+        into bytes, which the sink numbers, times, redacts and encodes. Encoding here
+        cost the session three times as much per event as the append that records it;
+        the sink does it on the other core, or in the gaps this process leaves. Events
+        ``marshal`` cannot carry (objects of other classes) are encoded here.
         """
         if self._fallback is not None or self._sink.dead or self._broken:
             return False
         try:
-            self._staged.append(encode_chunk(events, self._sink.marker))
+            try:
+                part = b"C" + marshal.dumps((first_seq, origin, events))
+            except ValueError:
+                records = to_records(events, first_seq, origin)
+                part = b"D" + batch_body([], [encode_chunk(records, self._sink.marker)])
         except Exception as exc:
             # Left with the recorder: submit() takes them the careful way.
             self.error = exc
             return False
+        self._staged.append(part)
         return True
 
     def _unstage(self) -> list[Record]:
         # The staged events as records again (for a path that needs them: rare).
         records: list[Record] = []
-        for chunk in self._staged:
-            records += decode_batch(batch_body([], [chunk]), self._sink.marker_text)[1]
+        for part in self._staged:
+            if part[:1] == b"C":
+                records += compact_records(part[1:])
+            else:
+                records += decode_batch(part[1:], self._sink.marker_text)[1]
         self._staged = []
         return records
 
@@ -425,21 +445,24 @@ class ProcessWriter:
             if self._encode_here or len(self._pending) >= ENCODE_HERE_AFTER:
                 local = self._local_redactor()
                 lines = encode_records(self._unstage() + events, local)
-                body = encode_batch(prefix + lines, [], self._sink.marker)
+                body = records_body([_lines_part(prefix + lines)])
                 # A secret learned here is unknown to the sink, which would not hunt for
                 # it in later batches: from now on they are all encoded here.
                 self._encode_here = len(local.learned) > len(self._learned)
             else:
-                # Staged chunks are let go only once the body exists: should anything here
+                # Staged parts are let go only once the body exists: should anything here
                 # raise, the careful path below takes them with ``events``, once each.
-                last = [encode_chunk(events, self._sink.marker)] if events else []
-                body = batch_body(prefix, self._staged + last)
+                parts = [_lines_part(prefix)] if prefix else []
+                parts += self._staged
+                if events:
+                    parts.append(b"D" + batch_body([], [encode_chunk(events, self._sink.marker)]))
+                body = records_body(parts)
                 self._staged = []
         except Exception as exc:
             # Never into the session: this batch is encoded here and sent as lines.
             self.error = exc
             lines = encode_records(self._unstage() + events, self._redactor())
-            body = encode_batch(prefix + lines, [], self._sink.marker)
+            body = records_body([_lines_part(prefix + lines)])
         if len(self._pending) >= MAX_PENDING:
             if not self._sink.wait_until(lambda: len(self._pending) < MAX_PENDING,
                                          CLOSE_TIMEOUT):
@@ -447,10 +470,16 @@ class ProcessWriter:
             if self._sink.dead:
                 self._fall_back()
                 assert self._fallback is not None
-                self._fallback.submit(*decode_batch(body, self._sink.marker_text))
+                self._resubmit(body)
                 return
         self._pending.append(body)
-        self._sink.send(OP_DATA, self._channel, body)
+        self._sink.send(OP_RECORDS, self._channel, body)
+
+    def _resubmit(self, body: bytes) -> None:
+        # A batch the sink did not write, to the writer that took over, in order.
+        assert self._fallback is not None
+        for lines, records in decode_parts(body, self._sink.marker_text):
+            self._fallback.submit(lines, records)
 
     def close(self) -> None:
         """Return once the file is complete and closed, by the sink or by this process."""
@@ -523,4 +552,4 @@ class ProcessWriter:
             file = open(os.devnull, "wb")
         self._fallback = BackgroundWriter(file, lambda events: encode_block(events, redactor))
         while self._pending:
-            self._fallback.submit(*decode_batch(self._pending.popleft(), self._sink.marker_text))
+            self._resubmit(self._pending.popleft())

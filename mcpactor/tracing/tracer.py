@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
+
+#: One event as a recorder buffers it: the clock's reading in integer nanoseconds,
+#: session, actor, kind, data. Numbered, and timed from the recorder's origin, only when
+#: handed on (:func:`mcpactor.tracing.encode.to_records`): an append is all the session
+#: pays at the event.
+Compact = tuple[int, str, str, str, dict[str, Any]]
 
 
 class EncodedMessage:
@@ -38,4 +45,23 @@ class Tracer(Protocol):
 
     def close(self) -> None:
         """Flush and release resources; later events are ignored."""
+        ...
+
+
+class FastTracer(Tracer, Protocol):
+    """A tracer with a fast path for the events of every message (the recorders).
+
+    The session asks once, when it starts, and then records its message and handler
+    events with ``log((clock(), session, actor, kind, data))`` — two C calls, no Python
+    frame — calling ``tick()`` after each message so that the buffer is handed on.
+    Tracers that must see each event as it happens (the replay's matcher) do not offer
+    it, and get ``emit``.
+    """
+
+    def fast_log(self) -> tuple[Callable[[Compact], None], Callable[[], int]] | None:
+        """``(log, clock)``, or None to be called through ``emit``."""
+        ...
+
+    def tick(self) -> None:
+        """Events were logged: hand them on if it is time."""
         ...

@@ -12,6 +12,7 @@ from replay_support import RACE_SERVER
 
 from mcpactor.entrypoint import load_entry_point
 from mcpactor.tracing import REDACTED, JsonlRecorder, MemoryRecorder, Redactor, TraceHeader
+from mcpactor.tracing.seeds import apply_seeds
 from mcpactor.tracing.tracer import EncodedMessage
 from replay.engine import replay
 from replay.trace import load_trace
@@ -244,3 +245,61 @@ def test_handlers_using_random_replay_with_the_recorded_seed(tmp_path: Path) -> 
     assert len(set(rolls)) == 5
     result = replay(load_trace(path))
     assert result.faithful, result.divergence  # the same five numbers came up again
+
+
+class _EmitOnly:
+    """A tracer without the recorders' fast path: every event through ``emit``."""
+
+    def __init__(self, recorder: MemoryRecorder) -> None:
+        self.recorder = recorder
+
+    def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
+        self.recorder.emit(session, actor, kind, data)
+
+    def close(self) -> None:
+        self.recorder.close()
+
+
+def test_the_sessions_fast_path_records_what_emit_records() -> None:
+    """Messages and handler events go straight into a recorder's buffer (fast_log); the
+    trace is the one the same session makes through emit, event for event, in order and
+    at the same virtual instants."""
+    from mcpactor import connect_transport
+    from mcpactor.transports.memory import memory_pair
+
+    def run(tracer: Any) -> None:
+        apply_seeds({"scheduler": 1, "random": 2})  # the same rolls and schedule
+
+        async def main() -> None:
+            server = load_entry_point(RACE_SERVER)
+            a, b = memory_pair()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(lambda: server.serve(a, tracer=tracer, session_id="s"))
+                async with connect_transport(b) as client:
+                    async with trio.open_nursery() as calls:
+                        for i in range(40):  # more than a staging step of 32 events
+                            calls.start_soon(client.call_tool, "roll", {"sides": 6 + i})
+                    await client.call_tool("slow", {"steps": 2, "every": 0.1})
+
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+    class Counting(MemoryRecorder):
+        emits = 0
+
+        def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
+            self.emits += 1
+            super().emit(session, actor, kind, data)
+
+    fast, plain = Counting(), Counting()
+    run(fast)
+    run(_EmitOnly(plain))
+    fast_events, plain_events = fast.events(), plain.events()
+    assert len(fast_events) > 4 * 40
+    # Only the rarer events went through emit on the fast path.
+    assert plain.emits == len(plain_events) and fast.emits < len(fast_events) / 4
+    assert fast_events == plain_events
+    assert [e["seq"] for e in fast_events] == list(range(1, len(fast_events) + 1))
+    kinds = {e["kind"] for e in fast_events}
+    assert {"message_in", "handler_started", "handler_finished", "message_out"} <= kinds
+    # A closed recorder's fast path records nothing more.
+    assert fast.fast_log() is None and fast.events() == fast_events

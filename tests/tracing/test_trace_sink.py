@@ -3,6 +3,8 @@ complete files on close, no event lost when it dies, no secret in the file."""
 
 from __future__ import annotations
 
+import io
+import marshal
 import os
 import signal
 import subprocess
@@ -28,25 +30,31 @@ def _header() -> TraceHeader:
                        seeds={"scheduler": 1, "random": 2})
 
 
-def _events() -> list[tuple[str, str, dict[str, Any]]]:
-    """A bit of everything the encoder treats differently."""
+def _events(wrap: Any = EncodedMessage) -> list[tuple[str, str, dict[str, Any]]]:
+    """A bit of everything the encoder treats differently. ``wrap``: how messages are
+    passed (the session passes bytes, which travel to the sink as they are buffered;
+    an EncodedMessage, like the odd object, makes the recording process encode the
+    events around it)."""
     odd = object()  # one instance: its repr is the same for both writers
     return [
         ("supervisor", "session_started", {"role": "server", "transport": "memory"}),
-        ("reader", "message_in", {"msg": EncodedMessage(
+        ("reader", "message_in", {"msg": wrap(
             b'{"jsonrpc": "2.0", "id": 0, "method": "initialize",  "params": {}}')}),
         ("reader", "initialized", {"protocol_version": "2025-06-18",
                                    "peer_info": {"name": "c", "password": "pw"}}),
         ("handler:1", "handler_started", {"id": 1, "method": "tools/call"}),
-        ("reader", "message_in", {"msg": EncodedMessage(
+        ("reader", "message_in", {"msg": wrap(
             b'{"id":1,"params":{"arguments":{"token":"%s"}}}' % SECRET.encode())}),
-        ("writer", "message_out", {"msg": EncodedMessage(
+        ("writer", "message_out", {"msg": wrap(
             b'{"id":1,"result":"echo %s"}' % SECRET.encode()), "related": 1}),
         ("reader", "message_in", {"raw": 'not json "authorization": "Bearer abcdefghij"'}),
+        *[("writer", "message_out", {"msg": wrap(b'{"i": %d}' % i), "related": i})
+          for i in range(100)],
         ("reader", "custom", {"obj": odd, "big": 2**70, "nested": {"m": [1.5, None]},
                               "note": "with Bearer zzzzzzzzzz inside"}),
-        ("reader", "custom", {"inner": {"msg": EncodedMessage(b'{"a":1}')}}),
-        *[("writer", "message_out", {"msg": EncodedMessage(b'{"i": %d}' % i), "related": i})
+        ("reader", "custom", {"inner": {"msg": wrap(b'{"a":1}')}}),
+        ("reader", "custom", {"set": {1, 2}, "pair": (1, "x")}),
+        *[("writer", "message_out", {"msg": wrap(b'{"i": %d}' % i), "related": i})
           for i in range(600)],
         ("supervisor", "session_closed", {"reason": "eof"}),
     ]
@@ -88,8 +96,9 @@ def _record_both(
     return _lines(tmp_path / "thread.jsonl"), _lines(tmp_path / "process.jsonl")
 
 
-def test_process_writer_writes_the_thread_writers_bytes(tmp_path: Path) -> None:
-    events = _events()
+@pytest.mark.parametrize("wrap", [EncodedMessage, bytes])
+def test_process_writer_writes_the_thread_writers_bytes(tmp_path: Path, wrap: Any) -> None:
+    events = _events(wrap)
 
     thread, process = _record_both(tmp_path, events)
     assert len(thread) == len(events) + 1
@@ -113,19 +122,20 @@ def test_close_returns_once_the_file_is_complete(tmp_path: Path) -> None:
     assert rec.writer == "process" and rec._writer.error is None
 
 
+@pytest.mark.parametrize("wrap", [EncodedMessage, bytes])
 def test_a_killed_sink_loses_no_event_and_leaks_no_learned_secret(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wrap: Any
 ) -> None:
     monkeypatch.setattr(sinkclient, "_sink_starts", 0)
     path = tmp_path / "t.jsonl"
     rec = _process_recorder(path)
     writer = rec._writer
     assert isinstance(writer, sinkclient.ProcessWriter)
-    rec.emit("s", "reader", "message_in", {"msg": EncodedMessage(
+    rec.emit("s", "reader", "message_in", {"msg": wrap(
         b'{"params":{"access_token":"%s"}}' % SECRET.encode())})
     n = 1
     for i in range(300):
-        rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"i":%d}' % i),
+        rec.emit("s", "writer", "message_out", {"msg": wrap(b'{"i":%d}' % i),
                                                 "related": None})
         n += 1
     rec.flush()
@@ -133,12 +143,12 @@ def test_a_killed_sink_loses_no_event_and_leaks_no_learned_secret(
     assert sink is not None
     assert sink.wait_until(lambda: not writer._pending, 10)  # the sink has learned SECRET
     for i in range(3000):  # batches of 1,024: one is just sent when the sink dies
-        rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"j":%d}' % i),
+        rec.emit("s", "writer", "message_out", {"msg": wrap(b'{"j":%d}' % i),
                                                 "related": None})
         n += 1
         if i == 2050:
             os.kill(sink.proc.pid, signal.SIGKILL)
-    rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(
+    rec.emit("s", "writer", "message_out", {"msg": wrap(
         b'{"echo":"%s"}' % SECRET.encode()), "related": None})
     n += 1
     rec.close()
@@ -356,4 +366,110 @@ def test_a_batch_that_fails_to_encode_goes_the_careful_way_with_each_event_once(
     lines = _lines(path)
     assert [orjson.loads(x)["seq"] for x in lines[1:]] == list(range(1, 301))
     assert orjson.loads(lines[-1])["msg"] == {"i": 299}
+    assert isinstance(rec._writer.error, RuntimeError) and calls > 1
+
+
+def test_events_travel_to_the_sink_as_buffered_and_come_out_as_the_encoders_lines(
+    tmp_path: Path,
+) -> None:
+    """A RECORDS body: header lines (L), buffered events (C: numbered, timed and encoded
+    by the sink) and events encoded here (D) are written in order, as the thread writer
+    would write them; a writer taking over decodes the same body to the same records."""
+    from mcpactor.tracing.encode import encode_block, to_records
+    from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS, Redactor
+    from mcpactor.tracing.sink import (
+        OP_CLOSE,
+        OP_OPEN,
+        OP_RECORDS,
+        decode_parts,
+        records_body,
+        serve,
+    )
+
+    marker_text = "\x00abc123"
+    marker = orjson.Fragment(orjson.dumps(marker_text))
+    origin = 5_000_000_000
+    compact = [
+        (origin + 1_500, "s", "reader", "message_in", {"msg": b'{"id": 1,  "method":"m"}'}),
+        (origin + 2_000, "s", "handler:1", "handler_started", {"id": 1, "method": "m"}),
+        (origin + 3_001, "s", "writer", "message_out",
+         {"msg": b'{"id":1,"result":{"token":"%s"}}' % SECRET.encode(), "related": 1}),
+    ]
+    records = to_records(compact, 7, origin)
+    assert [r[:2] for r in records] == [(7, 1.5e-6), (8, 2e-6), (9, 3.001e-6)]
+    later = [(10, 0.5, "s", "reader", "custom", {"obj": "x"})]
+    body = records_body([
+        b"L" + b'{"type":"header"}\n',
+        b"C" + marshal.dumps((7, origin, compact)),
+        b"D" + sinkclient.batch_body([], [sinkclient.encode_chunk(later, marker)]),
+    ])
+    pieces = decode_parts(body, marker_text)
+    assert pieces[0] == ([b'{"type":"header"}'], [])
+    assert [tuple(r) for r in pieces[1][1]] == records and pieces[2][1] == later
+
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"")
+    spec = orjson.dumps({"path": str(path), "keys": sorted(DEFAULT_REDACT_KEYS)})
+    frames = b"".join(sinkclient.FRAME.pack(op, 1, len(b)) + b
+                      for op, b in ((OP_OPEN, spec), (OP_RECORDS, body), (OP_CLOSE, b"")))
+    out = io.BytesIO()
+    serve(io.BufferedReader(io.BytesIO(frames)), out, marker_text[1:])
+    answers = [orjson.loads(x) for x in out.getvalue().splitlines()]
+    assert [a[0] for a in answers] == ["A", "C"] and answers[0][4] is None
+    written = path.read_bytes()
+    expected = b'{"type":"header"}\n' + encode_block(records + later, Redactor())
+    assert written == expected
+    assert SECRET.encode() not in written and b'"id": 1,  "method":"m"' in written
+    assert answers[0][3] == [SECRET]  # learned: the recording process hunts for it too
+
+    # An unknown part is an error answer for that batch, and nothing is written of it.
+    out = io.BytesIO()
+    bad = records_body([b"L" + b'{"a":1}\n', b"Z" + b"?"])
+    frames = b"".join(sinkclient.FRAME.pack(op, 2, len(b)) + b
+                      for op, b in ((OP_OPEN, spec), (OP_RECORDS, bad), (OP_CLOSE, b"")))
+    serve(io.BufferedReader(io.BytesIO(frames)), out, marker_text[1:])
+    first = orjson.loads(out.getvalue().splitlines()[0])
+    assert first[:3] == ["A", 2, -1] and "unknown part" in first[4]
+    assert path.read_bytes() == expected
+
+
+def test_a_session_buffers_plain_messages_for_the_sink_to_encode(tmp_path: Path) -> None:
+    """What the session passes (bytes) is marshalled as buffered, not encoded here."""
+    rec = _process_recorder(tmp_path / "t.jsonl")
+    writer = rec._writer
+    assert isinstance(writer, sinkclient.ProcessWriter)
+    for i in range(64):
+        rec.emit("s", "writer", "message_out", {"msg": b'{"i":%d}' % i, "related": i})
+    assert [part[:1] for part in writer._staged] == [b"C", b"C"]
+    rec.emit("s", "reader", "custom", {"obj": object()})  # marshal cannot carry it
+    for i in range(31):
+        rec.emit("s", "writer", "message_out", {"msg": b'{"i":%d}' % i, "related": i})
+    assert [part[:1] for part in writer._staged] == [b"C", b"C", b"D"]
+    rec.close()
+    lines = _lines(tmp_path / "t.jsonl")
+    assert [orjson.loads(x)["seq"] for x in lines[1:]] == list(range(1, 97))
+    assert orjson.loads(lines[65])["obj"].startswith("<object object")
+
+
+def test_a_records_batch_that_fails_to_build_goes_the_careful_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.jsonl"
+    rec = _process_recorder(path)
+    real = sinkclient.records_body
+    calls = 0
+
+    def fails_once(parts: list[bytes]) -> bytes:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("boom")
+        return real(parts)
+
+    monkeypatch.setattr(sinkclient, "records_body", fails_once)
+    for i in range(300):
+        rec.emit("s", "writer", "message_out", {"msg": b'{"i":%d}' % i, "related": i})
+    rec.close()
+    lines = _lines(path)
+    assert [orjson.loads(x)["seq"] for x in lines[1:]] == list(range(1, 301))
     assert isinstance(rec._writer.error, RuntimeError) and calls > 1
