@@ -473,3 +473,60 @@ def test_a_records_batch_that_fails_to_build_goes_the_careful_way(
     lines = _lines(path)
     assert [orjson.loads(x)["seq"] for x in lines[1:]] == list(range(1, 301))
     assert isinstance(rec._writer.error, RuntimeError) and calls > 1
+
+
+def test_events_are_encoded_here_when_the_process_is_idle_and_in_the_sink_when_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One call at a time, encoding here costs less in all; with work waiting, the
+    session hands its events over as buffered and the sink encodes them."""
+    rec = _process_recorder(tmp_path / "t.jsonl")
+    writer = rec._writer
+    assert isinstance(writer, sinkclient.ProcessWriter)
+    in_flight = 0
+    seen: list[bool] = []
+
+    async def main() -> None:
+        nonlocal in_flight
+        log, clock = rec.fast_log(lambda: in_flight) or (None, None)
+        assert log is not None and clock is not None
+
+        def call(i: int) -> None:
+            assert log is not None and clock is not None
+            log((clock(), "s", "reader", "message_in", {"msg": b'{"id":%d}' % i}))
+            log((clock(), "s", "writer", "message_out", {"msg": b'{"id":%d}' % i,
+                                                         "related": i}))
+            rec.tick()
+            seen.append(rec._busy())
+
+        for i in range(16):  # alone in the run, one request at a time: idle
+            call(i)
+        in_flight = 5  # requests queued behind each other: busy
+        for i in range(16):
+            call(i)
+        in_flight = 1
+        rec.flush()  # the reading of other tasks is kept for a batch
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.sleep, 0)  # another task ready to run: busy
+            for i in range(16):
+                call(i)
+
+    staged: list[bytes] = []
+    real = sinkclient.records_body
+
+    def spy(parts: list[bytes]) -> bytes:
+        staged.extend(part[:1] for part in parts if part[:1] in (b"C", b"D"))
+        return real(parts)
+
+    monkeypatch.setattr(sinkclient, "records_body", spy)
+    trio.run(main)
+    assert seen == [False] * 16 + [True] * 32
+    rec.close()
+    assert staged == [b"D", b"C", b"C"]
+    lines = _lines(tmp_path / "t.jsonl")
+    assert [orjson.loads(x)["seq"] for x in lines[1:]] == list(range(1, 97))
+    # Outside a Trio run there is nothing to tell: hand over.
+    outside = JsonlRecorder(tmp_path / "u.jsonl", _header(), writer="process",
+                            apply_header_seeds=False)
+    assert outside._busy()
+    outside.close()
