@@ -141,16 +141,12 @@ class Session(WriterActor):
         self.close_reason: str | None = None
         self.attributes: dict[str, Any] = {}  # per-session state for the application
 
-    def _in_flight(self) -> int:
-        """Inbound requests being handled (a recorder's hint of how busy we are)."""
-        return len(self._scopes)
-
     # -- supervisor -------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the actor tree until the input ends, the transport breaks or :meth:`close`."""
         fast_log = getattr(self.tracer, "fast_log", None)
-        fast = fast_log(self._in_flight) if fast_log is not None else None
+        fast = fast_log() if fast_log is not None else None
         if fast is not None:
             # Messages and handler starts and ends are appended to the recorder's buffer
             # directly: a Python call per event was a third of what recording cost.

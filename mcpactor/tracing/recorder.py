@@ -52,6 +52,13 @@ TRACE_FORMAT_VERSION = 1
 _BATCH_EVENTS = 256
 #: ... or after this many seconds of wall time, so a live trace is never far behind.
 _BATCH_SECONDS = 0.05
+#: ... which MCPACTOR_TRACE_FLUSH_SECONDS overrides (a malformed value is ignored). The
+#: instruction counts of benchmarks/instructions.py run the server 50 times slower under
+#: valgrind: there, batches must fill up as they do at full speed, not go every 50 ms.
+try:
+    _BATCH_SECONDS = max(0.0, float(os.environ.get("MCPACTOR_TRACE_FLUSH_SECONDS", "")))
+except ValueError:
+    pass
 #: ... or at once for these: rare events after which a session often goes quiet or dies
 #: (a process killed while draining must not take the story of its end with it).
 _URGENT = frozenset({
@@ -171,8 +178,6 @@ class _BufferedRecorder:
         self._ready = header.protocol_version is not None
         self._last_handoff = time.monotonic()
         self._closed = False
-        self._load: Callable[[], int] | None = None
-        self._runnable: bool | None = None  # _busy's reading for the current batch
 
     def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
         """Record one event (see :class:`mcpactor.tracing.Tracer`).
@@ -194,40 +199,19 @@ class _BufferedRecorder:
                 self._header_event(session, kind, data)
             self._maybe_flush(kind)
 
-    def fast_log(
-        self, load: Callable[[], int] | None = None
-    ) -> tuple[Callable[[Compact], None], Callable[[], int]] | None:
+    def fast_log(self) -> tuple[Callable[[Compact], None], Callable[[], int]] | None:
         """The per-message fast path, for a session's most frequent events: ``(log,
         clock)``, where ``log((clock(), session, actor, kind, data))`` records an event as
         ``emit`` would, without a Python call of its own (both are C functions on Trio's
         system clock). Only for kinds that need nothing but an append (not the header or
         urgent kinds); the caller calls :meth:`tick` now and then (after each message).
-        ``load``: how many requests the session has in flight (see :meth:`_busy`).
         None when closed. Starts the clock.
         """
         if self._closed:
             return None
         if self._time == self._first_time:
             self._start_clock()
-        self._load = load
         return self._events.append, self._time
-
-    def _busy(self) -> bool:
-        """Whether the process has other work waiting: the session has requests queued
-        behind each other, or other tasks of the Trio run are ready to run (other
-        sessions). A writer may then leave encoding to another process."""
-        load = self._load
-        if load is not None and load() > 1:
-            return True
-        runnable = self._runnable
-        if runnable is None:
-            # Asked once per batch: Trio's statistics cost more than staging 32 events.
-            try:
-                runnable = trio.lowlevel.current_statistics().tasks_runnable > 0
-            except RuntimeError:  # outside a Trio run: nothing to tell
-                runnable = True
-            self._runnable = runnable
-        return runnable
 
     def tick(self) -> None:
         """Let events recorded through :meth:`fast_log` be handed on, as ``emit`` does
@@ -314,7 +298,6 @@ class _BufferedRecorder:
             prefix.append(orjson.dumps(self.header.to_json(self._clock)))
         events = self._records()
         self._staged = 0
-        self._runnable = None
         self._last_handoff = time.monotonic()
         return prefix, events
 
@@ -376,7 +359,7 @@ class JsonlRecorder(_BufferedRecorder):
         self.writer = "thread"
 
     def _stage(self, events: list[Compact], first_seq: int, origin: int) -> bool:
-        return self._writer.stage(events, first_seq, origin, self._busy())
+        return self._writer.stage(events, first_seq, origin)
 
     def flush(self) -> None:
         """Hand buffered events to the writer."""

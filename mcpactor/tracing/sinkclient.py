@@ -399,33 +399,19 @@ class ProcessWriter:
         """Whether this file's writing has fallen back to a thread of this process."""
         return self._fallback is not None
 
-    def stage(
-        self, events: list[Compact], first_seq: int, origin: int, busy: bool = True
-    ) -> bool:
+    def stage(self, events: list[Compact], first_seq: int, origin: int) -> bool:
         """Take ``events`` now, to be sent with the next batch; False if not taken.
 
-        A recorder stages every few dozen events. Who encodes them depends on whether
-        the recording process has other work waiting (``busy``, the recorder's
-        judgement):
-
-        - busy (requests queued behind each other: throughput is at stake): one
-          ``marshal.dumps`` (C) turns them into bytes, and the sink numbers, times,
-          redacts and encodes them, on the other core or in the gaps this process
-          leaves. Encoding here would cost the session three times what recording the
-          events cost it;
-        - idle (one call at a time): they are encoded here, as line objects with the
-          messages beside them, and the sink only splices and writes. That is less
-          work in all (the sink's share costs about twice as much, on a process woken
-          and put to sleep per batch), and this process had the time anyway.
-
-        Events ``marshal`` cannot carry (objects of other classes) are encoded here.
+        A recorder stages every few dozen events: one ``marshal.dumps`` (C) turns them
+        into bytes, which the sink numbers, times, redacts and encodes. Encoding here
+        cost the session three times as much per event as the append that records it;
+        the sink does it on the other core, or in the gaps this process leaves. Events
+        ``marshal`` cannot carry (objects of other classes) are encoded here.
         """
         if self._fallback is not None or self._sink.dead or self._broken:
             return False
         try:
             try:
-                if not busy:
-                    raise ValueError  # encoded here, below
                 part = b"C" + marshal.dumps((first_seq, origin, events))
             except ValueError:
                 records = to_records(events, first_seq, origin)

@@ -58,11 +58,8 @@ class FastTracer(Tracer, Protocol):
     it, and get ``emit``.
     """
 
-    def fast_log(
-        self, load: Callable[[], int] | None = None
-    ) -> tuple[Callable[[Compact], None], Callable[[], int]] | None:
-        """``(log, clock)``, or None to be called through ``emit``. ``load``: the
-        session's requests in flight, a hint of how busy it is."""
+    def fast_log(self) -> tuple[Callable[[Compact], None], Callable[[], int]] | None:
+        """``(log, clock)``, or None to be called through ``emit``."""
         ...
 
     def tick(self) -> None:

@@ -58,15 +58,11 @@ class TraceWriter(Protocol):
         ``events``, to be written in that order."""
         ...
 
-    def stage(
-        self, events: list[Compact], first_seq: int, origin: int, busy: bool = True
-    ) -> bool:
+    def stage(self, events: list[Compact], first_seq: int, origin: int) -> bool:
         """Take ``events`` (numbered from ``first_seq``, clock readings from ``origin``:
         see :func:`~mcpactor.tracing.encode.to_records`) ahead of the batch they belong
         to (the recorder then lets go of them), or return False to leave them with the
-        recorder. The events must be read before returning: the list is reused.
-        ``busy``: the recording process has other work waiting (encoding had better
-        happen elsewhere)."""
+        recorder. The events must be read before returning: the list is reused."""
         ...
 
     def close(self) -> None:
@@ -89,9 +85,7 @@ class BackgroundWriter:
         """Queue already-encoded lines (the header) and events to encode."""
         self._queue.put((prefix, events))
 
-    def stage(
-        self, events: list[Compact], first_seq: int, origin: int, busy: bool = True
-    ) -> bool:
+    def stage(self, events: list[Compact], first_seq: int, origin: int) -> bool:
         """Never: the thread encodes whole batches, off the Trio thread."""
         return False
 
