@@ -80,9 +80,9 @@ def live_sessions() -> list[Session]:
         return []
 
 
-
 def _nothing() -> None:
     """The tick of a session without a fast tracer."""
+
 
 class Session(WriterActor):
     """One MCP session: a Connection, a transport, a handler, and the actors between.
@@ -146,12 +146,13 @@ class Session(WriterActor):
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the actor tree until the input ends, the transport breaks or :meth:`close`."""
         fast_log = getattr(self.tracer, "fast_log", None)
-        fast = fast_log() if fast_log is not None else None
-        if fast is not None:
+        tick = getattr(self.tracer, "tick", None)
+        fast = fast_log() if fast_log is not None and tick is not None else None
+        if fast is not None and tick is not None:
             # Messages and handler starts and ends are appended to the recorder's buffer
             # directly: a Python call per event was a third of what recording cost.
             self._log, self._clock = fast
-            self._tick = self.tracer.tick  # type: ignore[union-attr]
+            self._tick = tick
         self._emit("supervisor", "session_started", {"role": self.connection.role.value,
                                                       "transport": self.transport.name})
         try:
