@@ -8,29 +8,30 @@ Protocol. Frames on stdin: ``<op:u8><channel:u32><length:u32>`` then ``length`` 
 
 - ``OPEN``: JSON ``{"path": ..., "keys": [...]}``: append a trace to ``path`` (which the
   recording process has already created empty), redacting ``keys``;
-- ``DATA``: a batch: ``<json length:u32><lines:u32><blobs:u32><flags:u32>``
-  (``FREE_TEXT``: an event other than a message event may hold free text), the JSON
-  array of events (each the object its line will be, ``{"seq", "t", "session",
-  "actor", "kind", ...data}``, with a bare newline item after each), the blob lengths
-  (native u32s),
-  then the blobs: first ``lines`` already-encoded lines (the header), then the bytes of
-  every traced message, in the order the JSON refers to them. A message stands in the
-  JSON as the string ``"\\u0000" + NONCE``: carried beside the JSON rather than inside
-  it, it reaches the file as the exact bytes that crossed the wire (decoding would lose
-  their spacing). A batch with nothing to redact is written by splicing bytes: the
-  messages put where the marker stands, the separators turned into line ends; only a
-  batch that may hold a secret (or a message holding a line break) is decoded and
-  encoded again. Unless ``FREE_TEXT`` is set, the secret scan reads only the messages:
-  every other field is then one the runtime wrote (ids, kinds, counters, outcomes);
 - ``RECORDS``: a batch as typed parts, written in order: ``<parts:u32>``, the parts'
   lengths (native u32s), then the parts, each a type byte and its bytes:
-  ``L``: complete lines, written as they are (the header; lines the recording process
-  encoded itself); ``C``: events as the recorder buffers them (:data:`.encode.Compact`),
-  ``marshal``-ed with the number of the first and the clock's origin: this process
-  numbers, times, redacts and encodes them (:func:`.encode.encode_block`), so that the
-  recording process pays one C call per few dozen events; ``D``: a ``DATA`` body
-  without header lines (events the recording process had to encode itself: data
-  ``marshal`` cannot carry);
+
+  - ``L``: complete lines, written as they are (the header; lines the recording
+    process encoded itself);
+  - ``C``: events as the recorder buffers them (:data:`.encode.Compact`),
+    ``marshal``-ed with the number of the first and the clock's origin: this process
+    numbers, times, redacts and encodes them (:func:`.encode.encode_block`), so that
+    the recording process pays one C call per few dozen events;
+  - ``D``: events the recording process encoded itself, because ``marshal`` cannot
+    carry their data (objects of other classes): ``<json length:u32><lines:u32>
+    <blobs:u32><flags:u32>`` (``FREE_TEXT``: an event other than a message event may
+    hold free text), the JSON array of events (each the object its line will be,
+    ``{"seq", "t", "session", "actor", "kind", ...data}``, with a bare newline item
+    after each), the blob lengths (native u32s), then the blobs: first ``lines``
+    already-encoded lines, then the bytes of every traced message, in the order the
+    JSON refers to them. A message stands in the JSON as the string
+    ``"\\u0000" + NONCE``: carried beside the JSON rather than inside it, it reaches
+    the file as the exact bytes that crossed the wire (decoding would lose their
+    spacing). A part with nothing to redact is written by splicing bytes: the messages
+    put where the marker stands, the separators turned into line ends; only one that
+    may hold a secret (or a message holding a line break) is decoded and encoded
+    again. Unless ``FREE_TEXT`` is set, the secret scan reads only the messages: every
+    other field is then one the runtime wrote (ids, kinds, counters, outcomes);
 - ``CLOSE``: write nothing more, close the file.
 
 Answers on stdout, one JSON array per line: ``["A", channel, size, learned, error]``
@@ -60,11 +61,12 @@ from mcpactor.tracing.encode import Record, encode_block, has_line_break, to_rec
 from mcpactor.tracing.redact import Redactor
 from mcpactor.tracing.tracer import EncodedMessage
 
-OP_OPEN, OP_DATA, OP_CLOSE, OP_RECORDS = 1, 2, 3, 4
+#: Frame ops (2 was a single batch of the ``D`` form, before ``RECORDS``).
+OP_OPEN, OP_CLOSE, OP_RECORDS = 1, 3, 4
 FRAME = struct.Struct("<BII")
 BATCH = struct.Struct("<IIII")
 COUNT = struct.Struct("<I")
-#: A ``DATA`` flag: some event other than a message event may hold free text.
+#: A ``D`` part flag: some event other than a message event may hold free text.
 FREE_TEXT = 1
 
 
@@ -88,7 +90,7 @@ class _Trace:
 
 
 def _parts(body: bytes) -> tuple[bytes, list[bytes], list[bytes], int]:
-    # A DATA body's event array, header lines, messages and flags.
+    # A D part's event array, header lines, messages and flags.
     json_len, n_lines, n_blobs, flags = BATCH.unpack_from(body)
     pos = BATCH.size
     payload = body[pos : pos + json_len]
@@ -104,7 +106,7 @@ def _parts(body: bytes) -> tuple[bytes, list[bytes], list[bytes], int]:
 
 
 def splice_block(body: bytes, marker: str) -> tuple[list[bytes], bytes | None, bytes]:
-    """The header lines of a ``DATA`` body; its events as the lines to write, each ending
+    """The header lines of a ``D`` part; its events as the lines to write, each ending
     in a newline, made by putting the messages where the marker stands — or None when
     that cannot give the right lines (a message holding a line break, a marker that is
     not one of ours): then :func:`decode_batch` and the encoder; and what the secret
@@ -134,7 +136,7 @@ def splice_block(body: bytes, marker: str) -> tuple[list[bytes], bytes | None, b
 
 
 def decode_batch(body: bytes, marker: str) -> tuple[list[bytes], list[Record]]:
-    """The header lines and the records of a ``DATA`` body, messages as bytes (under
+    """The header lines and the records of a ``D`` part, messages as bytes (under
     ``msg``) or EncodedMessage (anywhere else)."""
     payload, lines, messages, _ = _parts(body)
     # [A,\n,B,\n] -> [A,B]: the separators only ever stand between events.
@@ -256,14 +258,6 @@ def serve(inp: IO[bytes], out: IO[bytes], nonce: str) -> None:
                         traces[channel] = _Trace(spec["path"], spec["keys"])
                     except OSError as exc:  # the recording process writes this one
                         reply = ["E", channel, -1, repr(exc)]
-                elif op == OP_DATA:
-                    trace = traces[channel]
-                    lines, block, scan = splice_block(body, marker)
-                    if block is None or trace.redactor.batch_might_hold_secret(scan):
-                        lines, records = decode_batch(body, marker)
-                        block = encode_block(records, trace.redactor)
-                    size, learned = trace.write(lines, block)
-                    reply = ["A", channel, size, learned, errors.pop(channel, None)]
                 elif op == OP_RECORDS:
                     size, learned = _write_parts(traces[channel], body, marker)
                     reply = ["A", channel, size, learned, errors.pop(channel, None)]
@@ -274,7 +268,7 @@ def serve(inp: IO[bytes], out: IO[bytes], nonce: str) -> None:
                     reply = ["C", channel, size, errors.pop(channel, None)]
             except Exception as exc:  # one bad batch or file must not end the others
                 errors[channel] = repr(exc)
-                if op in (OP_DATA, OP_RECORDS):
+                if op == OP_RECORDS:
                     reply = ["A", channel, -1, [], errors.pop(channel)]
                 elif op == OP_CLOSE:
                     traces.pop(channel, None)

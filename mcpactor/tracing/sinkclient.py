@@ -86,7 +86,7 @@ Chunk = tuple[bytes, list[bytes], bool]
 
 
 def encode_chunk(records: list[Record], marker: orjson.Fragment) -> Chunk:
-    """Some events as a part of a ``DATA`` body (see :mod:`.sink`): one ``orjson.dumps``.
+    """Some events as a chunk of a ``D`` part (see :mod:`.sink`): one ``orjson.dumps``.
 
     The events go as the objects their lines will be, messages standing in as the
     marker: for a batch with nothing to redact, the sink's work is then splicing bytes.
@@ -136,7 +136,7 @@ def encode_chunk(records: list[Record], marker: orjson.Fragment) -> Chunk:
 
 
 def batch_body(prefix: list[bytes], chunks: list[Chunk]) -> bytes:
-    """A ``DATA`` body: the header lines ``prefix``, then the events of ``chunks``."""
+    """A ``D`` part (without its type byte): the header lines ``prefix``, then the events of ``chunks``."""
     if len(chunks) == 1:
         payload, messages, free = chunks[0]
     else:
@@ -153,11 +153,6 @@ def batch_body(prefix: list[bytes], chunks: list[Chunk]) -> bytes:
 def _lines_part(lines: list[bytes]) -> bytes:
     # An ``L`` part: complete lines, written as they are.
     return b"L" + b"".join([line + b"\n" for line in lines])
-
-
-def encode_batch(prefix: list[bytes], records: list[Record], marker: orjson.Fragment) -> bytes:
-    """A ``DATA`` body for ``records`` after the header lines ``prefix``."""
-    return batch_body(prefix, [encode_chunk(records, marker)])
 
 
 #: What a traced message is: its bytes, or wrapped.

@@ -66,6 +66,22 @@ def _process_recorder(path: Path) -> JsonlRecorder:
                          apply_header_seeds=False, writer="process")
 
 
+def _fail_first_call(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Make ``sinkclient.<name>`` raise on its first call; the calls made (a list whose
+    length counts them)."""
+    real = getattr(sinkclient, name)
+    calls: list[int] = []
+
+    def fails_once(*args: Any) -> Any:
+        calls.append(len(calls))
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+        return real(*args)
+
+    monkeypatch.setattr(sinkclient, name, fails_once)
+    return calls
+
+
 def _lines(path: Path) -> list[bytes]:
     return path.read_bytes().splitlines()
 
@@ -336,11 +352,11 @@ def test_a_batch_body_splices_to_the_encoders_lines_and_decodes_to_its_records()
     assert [tuple(r) for r in decoded] == records
     # An event that may carry free text (an error's text, say) has the whole block read.
     noted = [*records, (4, 0.5, "s", "reader", "transport_broken", {"error": "Bearer x"})]
-    _, block, scan = splice_block(sinkclient.encode_batch([], noted, marker), marker_text)
+    _, block, scan = splice_block(sinkclient.batch_body([], [sinkclient.encode_chunk(noted, marker)]), marker_text)
     assert scan == block and b"Bearer x" in block
     # A message holding a line break cannot be spliced: the sink re-encodes that batch.
     pretty = [(1, 0.5, "s", "reader", "message_in", {"msg": b'{\n"id": 1}'})]
-    assert splice_block(sinkclient.encode_batch([], pretty, marker), marker_text)[1] is None
+    assert splice_block(sinkclient.batch_body([], [sinkclient.encode_chunk(pretty, marker)]), marker_text)[1] is None
 
 
 def test_a_batch_that_fails_to_encode_goes_the_careful_way_with_each_event_once(
@@ -348,17 +364,7 @@ def test_a_batch_that_fails_to_encode_goes_the_careful_way_with_each_event_once(
 ) -> None:
     path = tmp_path / "t.jsonl"
     rec = _process_recorder(path)
-    real = sinkclient.batch_body
-    calls = 0
-
-    def fails_once(prefix: list[bytes], chunks: list[sinkclient.Chunk]) -> bytes:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            raise RuntimeError("boom")
-        return real(prefix, chunks)
-
-    monkeypatch.setattr(sinkclient, "batch_body", fails_once)
+    calls = _fail_first_call(monkeypatch, "batch_body")
     for i in range(300):  # staged in 32s; the batch fails to encode (at close)
         rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"i":%d}' % i),
                                                 "related": i})
@@ -366,7 +372,7 @@ def test_a_batch_that_fails_to_encode_goes_the_careful_way_with_each_event_once(
     lines = _lines(path)
     assert [orjson.loads(x)["seq"] for x in lines[1:]] == list(range(1, 301))
     assert orjson.loads(lines[-1])["msg"] == {"i": 299}
-    assert isinstance(rec._writer.error, RuntimeError) and calls > 1
+    assert isinstance(rec._writer.error, RuntimeError) and len(calls) > 1
 
 
 def test_events_travel_to_the_sink_as_buffered_and_come_out_as_the_encoders_lines(
@@ -456,20 +462,10 @@ def test_a_records_batch_that_fails_to_build_goes_the_careful_way(
 ) -> None:
     path = tmp_path / "t.jsonl"
     rec = _process_recorder(path)
-    real = sinkclient.records_body
-    calls = 0
-
-    def fails_once(parts: list[bytes]) -> bytes:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            raise RuntimeError("boom")
-        return real(parts)
-
-    monkeypatch.setattr(sinkclient, "records_body", fails_once)
+    calls = _fail_first_call(monkeypatch, "records_body")
     for i in range(300):
         rec.emit("s", "writer", "message_out", {"msg": b'{"i":%d}' % i, "related": i})
     rec.close()
     lines = _lines(path)
     assert [orjson.loads(x)["seq"] for x in lines[1:]] == list(range(1, 301))
-    assert isinstance(rec._writer.error, RuntimeError) and calls > 1
+    assert isinstance(rec._writer.error, RuntimeError) and len(calls) > 1
