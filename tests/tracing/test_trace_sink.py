@@ -359,15 +359,18 @@ def test_a_batch_body_splices_to_the_encoders_lines_and_decodes_to_its_records()
     assert splice_block(sinkclient.batch_body([], [sinkclient.encode_chunk(pretty, marker)]), marker_text)[1] is None
 
 
+@pytest.mark.parametrize(("failing", "wrap"), [
+    ("batch_body", EncodedMessage),  # events encoded here (D parts)
+    ("records_body", bytes),  # events handed over as buffered (C parts)
+])
 def test_a_batch_that_fails_to_encode_goes_the_careful_way_with_each_event_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str, wrap: Any
 ) -> None:
     path = tmp_path / "t.jsonl"
     rec = _process_recorder(path)
-    calls = _fail_first_call(monkeypatch, "batch_body")
+    calls = _fail_first_call(monkeypatch, failing)
     for i in range(300):  # staged in 32s; the batch fails to encode (at close)
-        rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"i":%d}' % i),
-                                                "related": i})
+        rec.emit("s", "writer", "message_out", {"msg": wrap(b'{"i":%d}' % i), "related": i})
     rec.close()
     lines = _lines(path)
     assert [orjson.loads(x)["seq"] for x in lines[1:]] == list(range(1, 301))
@@ -455,17 +458,3 @@ def test_a_session_buffers_plain_messages_for_the_sink_to_encode(tmp_path: Path)
     lines = _lines(tmp_path / "t.jsonl")
     assert [orjson.loads(x)["seq"] for x in lines[1:]] == list(range(1, 97))
     assert orjson.loads(lines[65])["obj"].startswith("<object object")
-
-
-def test_a_records_batch_that_fails_to_build_goes_the_careful_way(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "t.jsonl"
-    rec = _process_recorder(path)
-    calls = _fail_first_call(monkeypatch, "records_body")
-    for i in range(300):
-        rec.emit("s", "writer", "message_out", {"msg": b'{"i":%d}' % i, "related": i})
-    rec.close()
-    lines = _lines(path)
-    assert [orjson.loads(x)["seq"] for x in lines[1:]] == list(range(1, 301))
-    assert isinstance(rec._writer.error, RuntimeError) and len(calls) > 1
