@@ -240,18 +240,19 @@ class Session(WriterActor):
         rec = self._rec
         if rec is not None:
             first = events[0] if events else None
+            log = self._log
             if first.__class__ is pc.Reply and first.why == "parse error":
                 event: dict[str, Any] = {"raw": data.decode("utf-8", "replace")}
-            else:
-                event = {"msg": data}
-            if buffered:
-                event["buffered"] = True
-            log = self._log
-            if log is not None:
-                log((self._clock(), self.id, "reader", "message_in", event))
+                if buffered:
+                    event["buffered"] = True
+                rec(self.id, "reader", "message_in", event)
+            elif log is not None:
+                # The flat form (tracer.FLAT_FIELDS): no dict per message.
+                log((self._clock(), self.id, "reader", "message_in", data, buffered))
                 self._tick()
             else:
-                rec(self.id, "reader", "message_in", event)
+                rec(self.id, "reader", "message_in",
+                    {"msg": data, "buffered": True} if buffered else {"msg": data})
         for ev in events:
             await self._route(ev, None, on_block)
 
@@ -410,11 +411,11 @@ class Session(WriterActor):
                     outcome = "cancelled_before_start"
                 else:
                     if rec is not None:
-                        started = {"id": rid, "method": ev.method}
                         if self._log is not None:
-                            self._log((self._clock(), self.id, actor, "handler_started", started))
+                            self._log((self._clock(), self.id, actor, "handler_started", rid,
+                                       ev.method))
                         else:
-                            rec(self.id, actor, "handler_started", started)
+                            rec(self.id, actor, "handler_started", {"id": rid, "method": ev.method})
                     ctx = RequestContext(
                         self, rid, ev.method, ev.params, ev.raw_params, ev.progress_token, scope
                     )
@@ -460,11 +461,12 @@ class Session(WriterActor):
         if rec is not None:
             if self._cancel_reasons:
                 self._cancel_reasons.pop(rid, None)
-            finished = {"id": rid, "outcome": outcome, "suppressed": data is None}
             if self._log is not None:
-                self._log((self._clock(), self.id, actor, "handler_finished", finished))
+                self._log((self._clock(), self.id, actor, "handler_finished", rid, outcome,
+                           data is None))
             else:
-                rec(self.id, actor, "handler_finished", finished)
+                rec(self.id, actor, "handler_finished",
+                    {"id": rid, "outcome": outcome, "suppressed": data is None})
         if batch is not None:
             if data is None:
                 batch.skip()

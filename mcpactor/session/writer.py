@@ -112,7 +112,7 @@ class WriterActor:
             if log is not None:
                 clock = self._clock
                 for m, rel in batch:
-                    log((clock(), sid, "writer", "message_out", {"msg": m, "related": rel}))
+                    log((clock(), sid, "writer", "message_out", m, rel))
                 self._tick()
             else:
                 for m, rel in batch:

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from mcpactor.tracing.redact import REDACTED, Redactor
-from mcpactor.tracing.tracer import Compact, EncodedMessage
+from mcpactor.tracing.tracer import FLAT_FIELDS, Compact, EncodedMessage
 
 #: One event as ``emit`` stores it: seq, t, session, actor, kind, data. A tuple, not a
 #: dict: building the event's dict is left to whoever encodes it. ``t`` is seconds as
@@ -23,9 +23,21 @@ Record = tuple[int, float, str, str, str, dict[str, Any]]
 
 def to_records(events: list[Compact], first_seq: int, origin: int) -> list[Record]:
     """``events`` as records: numbered from ``first_seq``, ``t`` in seconds since
-    ``origin`` (nanoseconds), the float nearest a whole number of nanoseconds."""
-    return [(seq, (t - origin) / 1e9, session, actor, kind, data)
-            for seq, (t, session, actor, kind, data) in enumerate(events, first_seq)]
+    ``origin`` (nanoseconds), the float nearest a whole number of nanoseconds; flat
+    events (:data:`.tracer.FLAT_FIELDS`) with their data as a dict again."""
+    return [(seq, (e[0] - origin) / 1e9, e[1], e[2], e[3], e[4] if len(e) == 5 else flat_data(e))
+            for seq, e in enumerate(events, first_seq)]
+
+
+def flat_data(event: Compact) -> dict[str, Any]:
+    """The data of a flat event (:data:`.tracer.FLAT_FIELDS`) as ``emit`` takes it."""
+    kind = event[3]
+    if kind == "message_in":
+        return {"msg": event[4], "buffered": True} if event[5] else {"msg": event[4]}
+    fields = FLAT_FIELDS.get(kind)
+    if fields is None or len(fields) != len(event) - 4:
+        raise ValueError(f"not a flat trace event: kind {kind!r}, {len(event)} items")
+    return dict(zip(fields, event[4:], strict=True))
 
 _PLAIN_TYPES = (int, float, bool, type(None))
 #: Keys every event has, set by the runtime itself: never secrets, never scanned.
@@ -68,6 +80,83 @@ def encode_block(records: list[Record], redactor: Redactor) -> bytes:
         return clean[0]
     lines = encode_events(to_events(records), redactor)
     return b"\n".join(lines) + b"\n" if lines else b""
+
+
+class _Unusual(Exception):
+    """An event :func:`encode_compact` leaves to the records' way."""
+
+
+def encode_compact(events: list[Compact], first_seq: int, origin: int,
+                   redactor: Redactor) -> bytes:
+    """:func:`encode_block` of ``to_records(events, first_seq, origin)``, the same bytes,
+    without making the records first: what the trace sink does with the events a
+    recording process stages. The four flat kinds (:data:`.tracer.FLAT_FIELDS`) go
+    straight from their values to their line objects. Anything out of the common way (a
+    message other than bytes, a line break in a message, data orjson cannot encode, a
+    batch that might hold a secret) takes the records' way."""
+    fragment = orjson.Fragment
+    dumps = orjson.dumps
+    newline = orjson.OPT_APPEND_NEWLINE
+    lines: list[bytes] = []
+    add = lines.append
+    messages: list[bytes] = []
+    keep = messages.append
+    free = False
+    seq = first_seq
+    try:
+        for e in events:
+            kind = e[3]
+            t = (e[0] - origin) / 1e9
+            if len(e) == 5:
+                data = e[4]
+                ev = {"seq": seq, "t": t, "session": e[1], "actor": e[2], "kind": kind, **data}
+                msg: Any = data.get("msg")
+                if msg.__class__ is bytes:
+                    keep(msg)
+                    ev["msg"] = fragment(msg)
+                    if kind not in MESSAGE_KINDS or len(data) > 2:
+                        free = True
+                elif kind not in NO_FREE_TEXT:
+                    if "raw" in data or msg.__class__ is EncodedMessage:
+                        raise _Unusual
+                    free = True
+            elif kind == "message_out":
+                msg = e[4]
+                if msg.__class__ is not bytes:
+                    raise _Unusual
+                keep(msg)
+                ev = {"seq": seq, "t": t, "session": e[1], "actor": e[2], "kind": kind,
+                      "msg": fragment(msg), "related": e[5]}
+            elif kind == "message_in":
+                msg = e[4]
+                if msg.__class__ is not bytes:
+                    raise _Unusual
+                keep(msg)
+                if e[5]:
+                    ev = {"seq": seq, "t": t, "session": e[1], "actor": e[2], "kind": kind,
+                          "msg": fragment(msg), "buffered": True}
+                else:
+                    ev = {"seq": seq, "t": t, "session": e[1], "actor": e[2], "kind": kind,
+                          "msg": fragment(msg)}
+            elif kind == "handler_started":
+                ev = {"seq": seq, "t": t, "session": e[1], "actor": e[2], "kind": kind,
+                      "id": e[4], "method": e[5]}
+            elif kind == "handler_finished":
+                ev = {"seq": seq, "t": t, "session": e[1], "actor": e[2], "kind": kind,
+                      "id": e[4], "outcome": e[5], "suppressed": e[6]}
+            else:
+                raise _Unusual
+            add(dumps(ev, option=newline))
+            seq += 1
+    except (_Unusual, TypeError):
+        return encode_block(to_records(events, first_seq, origin), redactor)
+    joined = b"".join(messages)
+    block = b"".join(lines)
+    # A raw line break would split a line; the scan reads the messages alone when every
+    # other field is one the runtime wrote.
+    if has_line_break(joined) or redactor.batch_might_hold_secret(block if free else joined):
+        return encode_block(to_records(events, first_seq, origin), redactor)
+    return block
 
 
 def has_line_break(data: bytes) -> bool:

@@ -57,7 +57,13 @@ from typing import IO, Any
 
 import orjson
 
-from mcpactor.tracing.encode import Record, encode_block, has_line_break, to_records
+from mcpactor.tracing.encode import (
+    Record,
+    encode_block,
+    encode_compact,
+    has_line_break,
+    to_records,
+)
 from mcpactor.tracing.redact import Redactor
 from mcpactor.tracing.tracer import EncodedMessage
 
@@ -195,7 +201,8 @@ def compact_records(part: bytes) -> list[Record]:
 
 def compact_block(part: bytes, redactor: Redactor) -> bytes:
     """The lines to write for a ``C`` part (without its type byte)."""
-    return encode_block(compact_records(part), redactor)
+    first_seq, origin, events = marshal.loads(part)
+    return encode_compact(events, first_seq, origin, redactor)
 
 
 def decode_parts(body: bytes, marker: str) -> list[tuple[list[bytes], list[Record]]]:

@@ -6,10 +6,22 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 #: One event as a recorder buffers it: the clock's reading in integer nanoseconds,
-#: session, actor, kind, data. Numbered, and timed from the recorder's origin, only when
-#: handed on (:func:`mcpactor.tracing.encode.to_records`): an append is all the session
-#: pays at the event.
-Compact = tuple[int, str, str, str, dict[str, Any]]
+#: session, actor, kind, then the data. Numbered, and timed from the recorder's origin,
+#: only when handed on (:func:`mcpactor.tracing.encode.to_records`): an append is all the
+#: session pays at the event. The data is a dict (``emit``'s form, five items), or, for
+#: the four events every request makes, its values in a fixed order (:data:`FLAT_FIELDS`):
+#: no dict to build here, none to carry to the trace sink and rebuild there.
+Compact = tuple[Any, ...]
+
+#: The flat forms of :data:`Compact`: for each kind, the keys of the values that follow
+#: the kind, in the order of the event's line. ``message_in``'s ``buffered`` is a flag
+#: that the line carries only when it is true.
+FLAT_FIELDS: dict[str, tuple[str, ...]] = {
+    "message_in": ("msg", "buffered"),
+    "message_out": ("msg", "related"),
+    "handler_started": ("id", "method"),
+    "handler_finished": ("id", "outcome", "suppressed"),
+}
 
 
 class EncodedMessage:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 
 from mcpactor.tracing import REDACTED, Redactor, encode_events
 from mcpactor.tracing.encode import Record, _encode_clean, encode_records, to_events
@@ -100,3 +101,72 @@ def test_bytes_and_encoded_messages_are_written_alike() -> None:
     b = [(1, 0.5, "s", "writer", "message_out", {"msg": EncodedMessage(b'{"id":1}'), "related": 1})]
     assert encode_records(a, Redactor()) == encode_records(b, Redactor()) == _slow(b)
     assert orjson.loads(encode_records(a, Redactor())[0])["msg"] == {"id": 1}
+
+
+def _compact(msgs: list[bytes], origin: int) -> tuple[list[Any], list[Any]]:
+    """The four per-request events of each message, flat (as the session logs them) and
+    as dicts (as emit takes them), with a few emit-only events among them."""
+    flat: list[Any] = [(origin + 5, "s", "supervisor", "session_started",
+                        {"role": "server", "transport": "stdio"})]
+    plain: list[Any] = [flat[0]]
+    for i, msg in enumerate(msgs):
+        t = origin + 1_000 * (i + 1)
+        actor = f"handler:{i}"
+        reply = b'{"jsonrpc":"2.0","id":%d,"result":{}}' % i
+        flat += [(t, "s", "reader", "message_in", msg, i % 2 == 0),
+                 (t + 1, "s", actor, "handler_started", i, "tools/call"),
+                 (t + 2, "s", actor, "handler_finished", i, "ok", False),
+                 (t + 3, "s", "writer", "message_out", reply, i)]
+        plain += [(t, "s", "reader", "message_in",
+                   {"msg": msg, "buffered": True} if i % 2 == 0 else {"msg": msg}),
+                  (t + 1, "s", actor, "handler_started", {"id": i, "method": "tools/call"}),
+                  (t + 2, "s", actor, "handler_finished",
+                   {"id": i, "outcome": "ok", "suppressed": False}),
+                  (t + 3, "s", "writer", "message_out", {"msg": reply, "related": i})]
+    return flat, plain
+
+
+def test_the_sinks_encoder_writes_what_the_records_way_writes() -> None:
+    from mcpactor.tracing.encode import encode_block, encode_compact, to_records
+
+    origin = 1_000_000_007
+    cases = {
+        "clean": [b'{"jsonrpc":"2.0","id":%d,"method":"tools/call"}' % i for i in range(40)],
+        "a secret key": [b'{"id":1,"params":{"api_key":"k-123456"}}', b'{"id":2}'],
+        "a credential": [b'{"id":1,"params":{"note":"Bearer abcdef"}}'],
+        "a line break": [b'{"id": 1,\n "method": "ping"}', b'{"id":2}'],
+    }
+    for name, msgs in cases.items():
+        flat, plain = _compact(msgs, origin)
+        # The flat events are the dict events, once handed on.
+        assert to_records(flat, 3, origin) == to_records(plain, 3, origin), name
+        expected = encode_block(to_records(plain, 3, origin), Redactor())
+        for events in (flat, plain):
+            block = encode_compact(events, 3, origin, Redactor())
+            assert block == expected, name
+        lines = [orjson.loads(line) for line in expected.splitlines()]
+        assert [e["seq"] for e in lines] == list(range(3, 3 + len(flat))), name
+        assert lines[1]["t"] == 1e-06 and lines[1].get("buffered") is True, name
+        if name in ("a secret key", "a credential"):
+            assert b"k-123456" not in expected and b"abcdef" not in expected
+            assert REDACTED.encode() in expected
+        if name == "a line break":
+            assert lines[1]["msg"] == {"id": 1, "method": "ping"}
+
+
+def test_the_sinks_encoder_takes_odd_events_the_records_way() -> None:
+    from mcpactor.tracing.encode import encode_block, encode_compact, to_records
+
+    odd: list[Any] = [
+        (10, "s", "reader", "message_in", {"raw": '{"password": "hunter22"'}),
+        (11, "s", "reader", "message_in", {"msg": 5}, ),  # not encoded JSON: as a value
+        (12, "s", "writer", "message_out", "a str message", 1),  # flat, not bytes
+        (13, "s", "x", "custom", {"note": "anything"}),
+    ]
+    for event in odd:
+        block = encode_compact([event], 1, 0, Redactor())
+        assert block == encode_block(to_records([event], 1, 0), Redactor())
+        assert b"hunter22" not in block
+    # A flat event of a kind that has no flat form is a bad batch, not a wrong line.
+    with pytest.raises(ValueError, match="not a flat trace event"):
+        encode_compact([(1, "s", "x", "custom", 1, 2)], 1, 0, Redactor())
