@@ -20,6 +20,11 @@ sink's wake-ups on a busy core. The recorder's 50 ms timer is turned off
 slower, and batches must fill up as they do at full speed rather than go every few
 calls.
 
+The ``sink`` workload counts the sink's side offline: it records a pipelined run
+natively, rebuilds the parts the recorder staged (32 events each, as ``marshal``
+carries them) from the trace, and counts the sink's encoding of them
+(``sink.compact_block``) under callgrind, the difference of one and three passes.
+
 Needs ``valgrind`` (Debian's package). A few minutes; not part of ``--quick``.
 """
 
@@ -27,14 +32,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import marshal
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from benchmarks.drivers.pipe_client import PipeSession
 
@@ -73,12 +82,92 @@ def _run(outdir: Path, tag: str, calls: int, *, traced: bool, pipelined: bool) -
     raise SystemExit(f"no callgrind count for {tag}: see {outdir / (tag + '.err')}")
 
 
+WORKLOADS = ("pipelined", "sequential", "sink")
+
+
+def staged_parts(trace: Path) -> tuple[list[bytes], int]:
+    """The ``C`` parts (without their type byte) a recorder would have staged for the
+    events of ``trace``, 32 events each, and the number of calls in it. Events are
+    rebuilt as the session logs them: the four per-request kinds flat."""
+    from mcpactor.tracing.tracer import FLAT_FIELDS
+
+    events: list[tuple[Any, ...]] = []
+    calls = 0
+    origin = 1_000_000_000
+    for line in trace.read_bytes().splitlines():
+        ev = json.loads(line)
+        if "kind" not in ev:
+            continue  # the header
+        t = origin + round(ev.pop("t") * 1e9)
+        head = (t, ev.pop("session"), ev.pop("actor"), ev.pop("kind"))
+        del ev["seq"]
+        if "msg" in ev:
+            ev["msg"] = orjson.dumps(ev["msg"])  # compact, as the wire carried it
+        fields = FLAT_FIELDS.get(head[3])
+        if head[3] == "message_in" and set(ev) <= {"msg", "buffered"}:
+            events.append((*head, ev["msg"], ev.get("buffered", False)))
+        elif fields is not None and tuple(ev) == fields:
+            events.append((*head, *ev.values()))
+        else:
+            events.append((*head, ev))
+        calls += head[3] == "handler_finished"
+    parts = [marshal.dumps((i + 1, origin, events[i : i + 32])) for i in range(0, len(events), 32)]
+    return parts, calls
+
+
+def _encode_parts(path: str, passes: int) -> None:
+    # What runs under callgrind for the sink workload.
+    from mcpactor.tracing.redact import Redactor
+    from mcpactor.tracing.sink import compact_block
+
+    parts = marshal.loads(Path(path).read_bytes())
+    redactor = Redactor()
+    for _ in range(passes):
+        for part in parts:
+            compact_block(part, redactor)
+
+
+def _count(outdir: Path, tag: str, argv: list[str]) -> int:
+    out = outdir / f"{tag}.out"
+    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv],
+                   cwd=str(ROOT), check=True, capture_output=True)
+    total = _SUMMARY.search(out.read_bytes())
+    if total is None:
+        raise SystemExit(f"no callgrind count in {out}")
+    return int(total.group(1))
+
+
+def measure_sink(outdir: Path, calls: int) -> dict[str, Any]:
+    """The sink's instructions per call, encoding the staged events of a pipelined run."""
+    trace = outdir / "sink-source.jsonl"
+    argv = [sys.executable, "-m", "mcpactor", "run", ECHO, "--trace", str(trace)]
+    session = PipeSession(argv, cwd=str(ROOT), stderr_path=str(outdir / "sink-source.err"))
+    try:
+        session.initialize(timeout=60)
+        session.pipelined(inflight=100, duration=1e9, max_calls=calls, warmup=0)
+    finally:
+        session.close(grace=60)
+    parts, n = staged_parts(trace)
+    (outdir / "parts.bin").write_bytes(marshal.dumps(parts))
+    counts = [_count(outdir, f"sink-{passes}", [
+        sys.executable, "-c", "import sys; from benchmarks.instructions import _encode_parts; "
+        "_encode_parts(sys.argv[1], int(sys.argv[2]))", str(outdir / "parts.bin"), str(passes)])
+        for passes in (1, 3)]
+    per_call = (counts[1] - counts[0]) / (2 * n)
+    print(f"sink       instructions per call, encoding staged events: {per_call:9,.0f} "
+          f"({n:,} calls)", flush=True)
+    return {"sink_per_call": round(per_call), "calls": n}
+
+
 def measure(calls: int, workloads: list[str]) -> dict[str, Any]:
     """Per-call instructions for each workload, untraced and traced."""
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mcpactor-instr-") as tmp:
         outdir = Path(tmp)
         for workload in workloads:
+            if workload == "sink":
+                results[workload] = measure_sink(outdir, 3 * calls)
+                continue
             pipelined = workload == "pipelined"
             per_call: dict[str, float] = {}
             for traced in (False, True):
@@ -105,28 +194,37 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=2000,
                    help="calls in the shorter run of each pair (default 2000)")
     p.add_argument("--workloads", default="pipelined,sequential",
-                   help="pipelined and/or sequential (default both)")
+                   help="pipelined, sequential and/or sink (default: the first two)")
     args = p.parse_args(argv)
     if shutil.which("valgrind") is None:
         print("python -m benchmarks.instructions: valgrind is not installed "
               "(Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
-    bad = [w for w in workloads if w not in ("pipelined", "sequential")]
+    bad = [w for w in workloads if w not in WORKLOADS]
     if bad or not workloads or args.calls < 1:
         print(f"python -m benchmarks.instructions: unknown workload(s) {bad or workloads}; "
-              "use --workloads pipelined,sequential and --calls N >= 1", file=sys.stderr)
+              "use --workloads pipelined,sequential,sink and --calls N >= 1",
+              file=sys.stderr)
         return 2
     started = time.time()
     results = measure(args.calls, workloads)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "instructions-latest.json"
+    # Workloads not measured this time keep their last figures (each says when).
+    try:
+        kept = json.loads(out.read_text())["results"]
+    except (OSError, ValueError, KeyError, TypeError):
+        kept = {}
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
+    for result in results.values():
+        result.setdefault("calls", args.calls)
+        result["measured"] = stamp
     out.write_text(json.dumps({
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "started": stamp,
         "wall_s": round(time.time() - started, 1),
-        "calls": args.calls,
         "python": sys.version.split()[0],
-        "results": results,
+        "results": {**kept, **results},
     }, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
     return 0

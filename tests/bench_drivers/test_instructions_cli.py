@@ -1,10 +1,16 @@
-"""``python -m benchmarks.instructions``: mistakes are one line and exit status 2."""
+"""``python -m benchmarks.instructions``: mistakes are one line and exit status 2; the sink
+workload counts the work the sink really does."""
 
 from __future__ import annotations
+
+import marshal
+import sys
+from pathlib import Path
 
 import pytest
 
 from benchmarks import instructions
+from benchmarks.drivers.pipe_client import PipeSession
 
 
 @pytest.mark.parametrize("argv", [["--workloads", "pipelined,bogus"], ["--calls", "0"],
@@ -14,7 +20,7 @@ def test_a_bad_option_names_the_fix(argv: list[str], capsys: pytest.CaptureFixtu
     monkeypatch.setattr(instructions.shutil, "which", lambda name: "/usr/bin/" + name)
     assert instructions.main(argv) == 2
     err = capsys.readouterr().err
-    assert "use --workloads pipelined,sequential and --calls N >= 1" in err
+    assert "use --workloads pipelined,sequential,sink and --calls N >= 1" in err
     assert err.count("\n") == 1
 
 
@@ -23,3 +29,28 @@ def test_without_valgrind_it_says_how_to_get_it(capsys: pytest.CaptureFixture[st
     monkeypatch.setattr(instructions.shutil, "which", lambda name: None)
     assert instructions.main([]) == 2
     assert "valgrind is not installed (Debian: apt-get install valgrind)" in capsys.readouterr().err
+
+
+def test_the_sink_workload_rebuilds_what_the_recorder_staged(tmp_path: Path) -> None:
+    """The sink workload's parts, encoded by the sink, are the recorded trace's events
+    byte for byte: the count is of the very work the sink does for such a run."""
+    from mcpactor.tracing.redact import Redactor
+    from mcpactor.tracing.sink import compact_block
+
+    trace = tmp_path / "t.jsonl"
+    argv = [sys.executable, "-m", "mcpactor", "run", instructions.ECHO, "--trace", str(trace)]
+    session = PipeSession(argv, cwd=str(instructions.ROOT),
+                          stderr_path=str(tmp_path / "err"))
+    try:
+        session.initialize(timeout=60)
+        session.pipelined(inflight=10, duration=1e9, max_calls=50, warmup=0)
+    finally:
+        session.close(grace=30)
+    parts, calls = instructions.staged_parts(trace)
+    assert calls >= 50 and len(parts) > 1
+    # Most events travel flat, as the session logs them.
+    events = [e for part in parts for e in marshal.loads(part)[2]]
+    assert sum(len(e) != 5 for e in events) >= 4 * calls
+    redactor = Redactor()
+    written = b"".join(compact_block(part, redactor) for part in parts)
+    assert written.splitlines() == trace.read_bytes().splitlines()[1:]
