@@ -33,8 +33,10 @@ def response_ids(data: bytes) -> list[RequestId]:
     Only called for messages tied to a request, which are few per request; a message
     that is not a response gives ``[]``.
     """
-    # Cheap pre-filter: requests and notifications always carry "method".
-    if b'"result"' not in data and b'"error"' not in data:
+    # Cheap pre-filter: requests and notifications always carry "method". bytes.find,
+    # not ``in``: CPython's ``bytes in bytes`` first tries the needle as an integer and
+    # raises and clears a TypeError on the way, several times the search's cost.
+    if data.find(b'"result"') < 0 and data.find(b'"error"') < 0:
         return []
     try:
         obj = orjson.loads(data)

@@ -253,7 +253,7 @@ class StreamableHttpClientTransport(Transport):
             if resp.status >= 400:
                 log.debug("POST of a notification/response got HTTP %s", resp.status)
             elif self._init_id is not None and not self._get_started and self.open_get_stream:
-                if b"notifications/initialized" in data:
+                if data.find(b"notifications/initialized") >= 0:
                     self._get_started = True
                     await self._open_standalone()
             return
@@ -279,7 +279,7 @@ class StreamableHttpClientTransport(Transport):
                 body = await resp.read()
                 await resp.aclose()
                 # An error body may be a JSON-RPC error for our request: pass it on.
-                if body.startswith(b"{") and b'"id"' in body and response_ids(body):
+                if body.startswith(b"{") and body.find(b'"id"') >= 0 and response_ids(body):
                     self._deliver(body)
                 self._fail(ids, f"HTTP {resp.status} from the server")
                 return
