@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint typecheck unit conformance bench-quick clean
+.PHONY: setup demo test test-pythons lint typecheck unit conformance bench-quick clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -41,6 +41,10 @@ conformance: setup
 	scripts/conformance-auth.sh
 
 test: lint typecheck unit conformance
+
+# The unit tests on Python 3.12 and 3.13 too, each in a venv under .cache (CI runs it).
+test-pythons:
+	scripts/test-pythons.sh
 
 bench-quick: setup
 	$(BIN)/python -m benchmarks --quick

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The unit tests on the other Pythons the package declares (pyproject's classifiers):
+# each in its own venv under .cache/venv-X.Y, the package installed there with its dev
+# extras. `make test` runs them on the machine's default Python (3.11 here).
+#
+#   scripts/test-pythons.sh            3.12 and 3.13
+#   scripts/test-pythons.sh 3.12       one of them
+#
+# An interpreter is looked for as pythonX.Y on PATH, then in pyenv's versions folder. A
+# version that is nowhere on the machine is reported, by name, with how to get it; it
+# does not fail the run (the machine lacks it, the code is not at fault), and the line
+# says that it was not tested.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+versions=("$@")
+[ ${#versions[@]} -gt 0 ] || versions=(3.12 3.13)
+
+find_python() {
+    local v="$1" found
+    if found="$(command -v "python$v" 2>/dev/null)"; then
+        echo "$found"
+        return 0
+    fi
+    local root="${PYENV_ROOT:-$HOME/.pyenv}"
+    # The newest patch release pyenv has of that version.
+    found="$(ls -d "$root"/versions/"$v".*/bin/python 2>/dev/null | sort -V | tail -1 || true)"
+    [ -n "$found" ] && [ -x "$found" ] && echo "$found"
+}
+
+scripts/npm-interop.sh install
+status=0
+for v in "${versions[@]}"; do
+    if ! py="$(find_python "$v")"; then
+        echo "[test-pythons] Python $v: not on this machine (put python$v on PATH or" \
+             "'pyenv install $v'): NOT TESTED"
+        continue
+    fi
+    venv=".cache/venv-$v"
+    echo "[test-pythons] Python $v: $py ($("$py" --version 2>&1)), venv $venv"
+    if [ ! -x "$venv/bin/python" ]; then
+        "$py" -m venv "$venv"
+    fi
+    "$venv/bin/python" -m pip install -q --upgrade pip
+    "$venv/bin/python" -m pip install -q -e '.[dev]'
+    if "$venv/bin/python" -m pytest -q -p no:cacheprovider; then
+        echo "[test-pythons] Python $v: passed"
+    else
+        echo "[test-pythons] Python $v: FAILED"
+        status=1
+    fi
+done
+exit $status
