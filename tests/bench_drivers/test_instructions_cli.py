@@ -54,3 +54,9 @@ def test_the_sink_workload_rebuilds_what_the_recorder_staged(tmp_path: Path) -> 
     redactor = Redactor()
     written = b"".join(compact_block(part, redactor) for part in parts)
     assert written.splitlines() == trace.read_bytes().splitlines()[1:]
+
+
+def test_the_whole_cost_adds_the_sinks_work_to_the_servers_share() -> None:
+    server = {"untraced_server": 200_000, "traced_server": 216_000, "server_cost": 0.08}
+    whole = instructions.whole_cost(server, {"sink_per_call": 50_000, "calls": 6000})
+    assert whole == {"instructions_per_call": 66_000, "cost": 0.33}
