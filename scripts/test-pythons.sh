@@ -6,10 +6,10 @@
 #   scripts/test-pythons.sh            3.12 and 3.13
 #   scripts/test-pythons.sh 3.12       one of them
 #
-# An interpreter is looked for as pythonX.Y on PATH, then in pyenv's versions folder. A
-# version that is nowhere on the machine is reported, by name, with how to get it; it
-# does not fail the run (the machine lacks it, the code is not at fault), and the line
-# says that it was not tested.
+# An interpreter is looked for in pyenv's versions folder, then as pythonX.Y on PATH,
+# and used only if it runs and is that version. A version that is nowhere on the
+# machine is reported, by name, with how to get it; it does not fail the run (the
+# machine lacks it, the code is not at fault), and the line says that it was not tested.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,16 +17,25 @@ cd "$ROOT"
 versions=("$@")
 [ ${#versions[@]} -gt 0 ] || versions=(3.12 3.13)
 
+works() {
+    # A candidate counts only if it runs and is that version (a pyenv shim for a
+    # version that is not selected is on PATH but fails).
+    local py="$1" v="$2"
+    [ -x "$py" ] && [ "$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$v" ]
+}
+
 find_python() {
-    local v="$1" found
-    if found="$(command -v "python$v" 2>/dev/null)"; then
-        echo "$found"
-        return 0
-    fi
+    local v="$1" cand
     local root="${PYENV_ROOT:-$HOME/.pyenv}"
-    # The newest patch release pyenv has of that version.
-    found="$(ls -d "$root"/versions/"$v".*/bin/python 2>/dev/null | sort -V | tail -1 || true)"
-    [ -n "$found" ] && [ -x "$found" ] && echo "$found"
+    # pyenv's own folder first (the newest patch release there), then PATH.
+    for cand in $(ls -d "$root"/versions/"$v".*/bin/python 2>/dev/null | sort -rV) \
+                "$(command -v "python$v" 2>/dev/null || true)"; do
+        if [ -n "$cand" ] && works "$cand" "$v"; then
+            echo "$cand"
+            return 0
+        fi
+    done
+    return 1
 }
 
 scripts/npm-interop.sh install
