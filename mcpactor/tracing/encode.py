@@ -108,19 +108,19 @@ def encode_compact(events: list[Compact], first_seq: int, origin: int,
             kind = e[3]
             t = (e[0] - origin) / 1e9
             if len(e) == 5:
-                data = e[4]
-                ev = {"seq": seq, "t": t, "session": e[1], "actor": e[2], "kind": kind, **data}
-                msg: Any = data.get("msg")
-                if msg.__class__ is bytes:
-                    keep(msg)
-                    ev["msg"] = fragment(msg)
-                    if kind not in MESSAGE_KINDS or len(data) > 2:
-                        free = True
-                elif kind not in NO_FREE_TEXT:
-                    if "raw" in data or msg.__class__ is EncodedMessage:
-                        raise _Unusual
-                    free = True
-            elif kind == "message_out":
+                # The rarer kinds, in emit's form: the records' encoder, one event at a
+                # time (the same rules, written once).
+                parts = _clean_parts([(seq, t, e[1], e[2], kind, e[4])])
+                if parts is None:
+                    raise _Unusual
+                line, msgs, other = parts
+                if msgs:
+                    keep(msgs)
+                free = free or other
+                add(line)
+                seq += 1
+                continue
+            if kind == "message_out":
                 msg = e[4]
                 if msg.__class__ is not bytes:
                     raise _Unusual
@@ -194,15 +194,26 @@ MESSAGE_KINDS = frozenset({"message_in", "message_out"})
 
 
 def _encode_clean(records: list[Record]) -> tuple[bytes, bytes] | None:
+    # The lines of a batch without any redaction, and what the secret scan must read:
+    # the messages alone when every other field is one the runtime wrote (message
+    # events, kinds without free text), else the lines. None for what needs
+    # encode_events (see _clean_parts).
+    parts = _clean_parts(records)
+    if parts is None:
+        return None
+    block, messages, free = parts
+    return block, block if free else messages
+
+
+def _clean_parts(records: list[Record]) -> tuple[bytes, bytes, bool] | None:
     # The lines of a batch without any redaction, one orjson.dumps per event (a C call
-    # each: cheaper than one dumps of the batch and a pass to split it into lines); and
-    # what the secret scan must read: the messages alone when every other field is one
-    # the runtime wrote (message events, kinds without free text), else the lines. None
-    # for what needs encode_events: undecodable input (``raw``, redacted by pattern) and
-    # anything orjson cannot encode (messages anywhere but under ``msg`` included:
-    # encode_events writes their repr).
+    # each: cheaper than one dumps of the batch and a pass to split it into lines); its
+    # messages, joined; and whether any other field may hold free text. None for what
+    # needs encode_events: undecodable input (``raw``, redacted by pattern) and anything
+    # orjson cannot encode (messages anywhere but under ``msg`` included: encode_events
+    # writes their repr).
     if not records:
-        return b"", b""
+        return b"", b"", False
     fragment = orjson.Fragment
     dumps = orjson.dumps
     newline = orjson.OPT_APPEND_NEWLINE
@@ -233,13 +244,12 @@ def _encode_clean(records: list[Record]) -> tuple[bytes, bytes] | None:
         return None
     joined = b"".join(messages)
     if has_line_break(joined):
-        return _encode_clean_broken(records)
-    block = b"".join(lines)
-    return block, block if free else joined
+        return _clean_parts_broken(records)
+    return b"".join(lines), joined, free
 
 
-def _encode_clean_broken(records: list[Record]) -> tuple[bytes, bytes] | None:
-    # _encode_clean for a batch in which a message holds a raw line break: those
+def _clean_parts_broken(records: list[Record]) -> tuple[bytes, bytes, bool] | None:
+    # _clean_parts for a batch in which a message holds a raw line break: those
     # messages are embedded re-encoded (embeddable); the scan reads the whole block.
     out: list[bytes] = []
     for seq, t, session, actor, kind, data in records:
@@ -251,8 +261,7 @@ def _encode_clean_broken(records: list[Record]) -> tuple[bytes, bytes] | None:
             out.append(orjson.dumps(ev, option=orjson.OPT_APPEND_NEWLINE))
         except TypeError:
             return None
-    block = b"".join(out)
-    return block, block
+    return b"".join(out), b"", True
 
 
 def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[bytes]:
