@@ -11,7 +11,7 @@ import argparse
 import importlib
 from typing import Any
 
-_PROVIDERS = ("replay.cli", "mcpactor.demo", "mcpactor.cli_call")
+_PROVIDERS = ("mcpactor.replay.cli", "mcpactor.demo", "mcpactor.cli_call")
 
 
 def register(sub: Any) -> None:

@@ -72,9 +72,9 @@ def _client_says() -> Iterator[None]:
 
 def _replay(path: Path, what: str) -> bool | None:
     """Replay one trace and print the verdict: faithful, or None if it could not run."""
-    from replay.engine import ReplayError, replay
-    from replay.report import print_verdict
-    from replay.trace import TraceError, load_trace
+    from mcpactor.replay.engine import ReplayError, replay
+    from mcpactor.replay.report import print_verdict
+    from mcpactor.replay.trace import TraceError, load_trace
 
     try:
         trace = load_trace(path)

@@ -10,21 +10,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from replay.engine import load_server, replay
-    from replay.matcher import Divergence
-    from replay.model import ReplayError, ReplayOptions, ReplayResult, Schedule
-    from replay.trace import Event, Trace, TraceError, load_trace, parse_trace
+    from .engine import load_server, replay
+    from .matcher import Divergence
+    from .model import ReplayError, ReplayOptions, ReplayResult, Schedule
+    from .trace import Event, Trace, TraceError, load_trace, parse_trace
 
 # Loaded on first use: the ``mcpactor`` command registers its replay subcommands on every
 # start, ``mcpactor run`` included, and the engine brings trio.testing (and with it
 # pytest) — a third of a second before a stdio server could answer.
 _WHERE = {
-    "load_server": "replay.engine", "replay": "replay.engine",
-    "Divergence": "replay.matcher",
-    "ReplayError": "replay.model", "ReplayOptions": "replay.model",
-    "ReplayResult": "replay.model", "Schedule": "replay.model",
-    "Event": "replay.trace", "Trace": "replay.trace", "TraceError": "replay.trace",
-    "load_trace": "replay.trace", "parse_trace": "replay.trace",
+    "load_server": "mcpactor.replay.engine", "replay": "mcpactor.replay.engine",
+    "Divergence": "mcpactor.replay.matcher",
+    "ReplayError": "mcpactor.replay.model", "ReplayOptions": "mcpactor.replay.model",
+    "ReplayResult": "mcpactor.replay.model", "Schedule": "mcpactor.replay.model",
+    "Event": "mcpactor.replay.trace", "Trace": "mcpactor.replay.trace", "TraceError": "mcpactor.replay.trace",
+    "load_trace": "mcpactor.replay.trace", "parse_trace": "mcpactor.replay.trace",
 }
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from replay.trace import Event, Trace, TraceError, load_trace
+from .trace import Event, Trace, TraceError, load_trace
 
 
 def _cli_error(message: str) -> Exception:
@@ -90,12 +90,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
                          "the recorded client to a server) exclude each other")
     trace = _load(args.trace, require_end=args.until is None)
     if args.serve:
-        from replay.live import serve_trace
+        from .live import serve_trace
 
         return serve_trace(trace, timeout=args.timeout)
     if args.against:
         from mcpactor.session.groups import plain_errors
-        from replay.live import replay_against
+
+        from .live import replay_against
 
         try:
             # The server process is started inside a nursery: its OSError, as itself.
@@ -104,9 +105,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
                                       out=sys.stdout)
         except OSError as exc:
             raise _cli_error(_against_error(args.against, exc)) from None
-    from replay.engine import ReplayError, ReplayOptions, replay
-    from replay.render import event_line
-    from replay.report import print_verdict
+    from .engine import ReplayError, ReplayOptions, replay
+    from .render import event_line
+    from .report import print_verdict
 
     def on_step(expected: Event, actual: dict[str, Any]) -> None:
         print(f"  ok {event_line({**actual, 'seq': expected.seq, 't': expected.t})}", flush=True)
@@ -143,7 +144,7 @@ def _against_error(target: str, exc: OSError) -> str:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """``mcpactor trace show``."""
-    from replay.show import show
+    from .show import show
 
     show(_load(args.trace, require_end=False), sys.stdout, everything=args.all)
     return 0
@@ -151,7 +152,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """``mcpactor trace diff``."""
-    from replay.show import diff
+    from .show import diff
 
     return diff(_load(args.a, require_end=False), _load(args.b, require_end=False), sys.stdout,
                 messages_only=args.messages)
@@ -159,7 +160,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def cmd_html(args: argparse.Namespace) -> int:
     """``mcpactor trace html``."""
-    from replay.html import render_html
+    from .html import render_html
 
     trace = _load(args.trace, require_end=False)
     _write(args.output, render_html(trace).encode("utf-8"))

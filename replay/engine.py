@@ -14,9 +14,9 @@ from contextlib import contextmanager
 
 import attrs
 
-from replay.model import ReplayError, ReplayOptions, ReplayResult, Schedule
-from replay.runner import Run, load_server, resolve_entry_point, run_once
-from replay.trace import Trace
+from .model import ReplayError, ReplayOptions, ReplayResult, Schedule
+from .runner import Run, load_server, resolve_entry_point, run_once
+from .trace import Trace
 
 __all__ = [
     "ReplayError",

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from replay.render import describe
-from replay.trace import Event, Trace
+from .render import describe
+from .trace import Event, Trace
 
 _ROW = 22
 _LANE = 150

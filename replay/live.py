@@ -22,9 +22,10 @@ import orjson
 import trio
 
 from mcpactor.transports.base import Transport
-from replay.jsondiff import json_diff
-from replay.render import describe_message
-from replay.trace import Event, Trace
+
+from .jsondiff import json_diff
+from .render import describe_message
+from .trace import Event, Trace
 
 
 def _is_msg(ev: Event, kind: str) -> bool:

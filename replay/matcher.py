@@ -19,8 +19,9 @@ import trio
 
 from mcpactor.tracing.encode import message_bytes
 from mcpactor.tracing.recorder import MemoryRecorder, encode_events
-from replay.jsondiff import json_diff
-from replay.trace import VOLATILE_KEYS, Event, Trace, stream_key
+
+from .jsondiff import json_diff
+from .trace import VOLATILE_KEYS, Event, Trace, stream_key
 
 _SCALARS = frozenset({str, int, float, bool})
 _STRUCTURAL = frozenset({"seq", "t", "session", "actor", "kind"})

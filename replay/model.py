@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from replay.matcher import BreakHook, Divergence, StepHook
+from .matcher import BreakHook, Divergence, StepHook
 
 
 class ReplayError(Exception):

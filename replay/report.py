@@ -6,9 +6,9 @@ from typing import TextIO
 
 import orjson
 
-from replay.matcher import Divergence
-from replay.model import ReplayResult
-from replay.render import event_line
+from .matcher import Divergence
+from .model import ReplayResult
+from .render import event_line
 
 
 def _json(value: object) -> str:

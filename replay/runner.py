@@ -15,17 +15,18 @@ import trio.testing
 
 from mcpactor.entrypoint import EntryPointError, load_entry_point
 from mcpactor.tracing.recorder import MemoryRecorder, TraceHeader
-from replay.determinism import (
+
+from .determinism import (
     ScriptedCoins,
     apply_seeds,
     install_coins,
     new_clock,
     order_timer_ties,
 )
-from replay.matcher import Matcher
-from replay.model import ReplayError, ReplayOptions, ReplayResult, Schedule
-from replay.trace import Trace
-from replay.transport import ReplayTransport
+from .matcher import Matcher
+from .model import ReplayError, ReplayOptions, ReplayResult, Schedule
+from .trace import Trace
+from .transport import ReplayTransport
 
 
 @attrs.frozen

@@ -8,8 +8,8 @@ from typing import Any, TextIO
 import attrs
 import orjson
 
-from replay.render import describe_message, event_line
-from replay.trace import VOLATILE_KEYS, Trace
+from .render import describe_message, event_line
+from .trace import VOLATILE_KEYS, Trace
 
 _QUIET = frozenset({"actor_started", "actor_stopped", "transport_opened"})
 _MARKS = {

@@ -20,8 +20,9 @@ import trio
 import trio.testing
 
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
-from replay.matcher import Matcher
-from replay.trace import Event
+
+from .matcher import Matcher
+from .trace import Event
 
 #: How far before its recorded instant an input is delivered (below the trace's 1 ns
 #: time resolution, so replayed times round to the recorded ones).

@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from mcpactor.replay.trace import TraceError, load_trace
 from replay_support import RACE_SERVER, TRACES, run_cli
-
-from replay.trace import TraceError, load_trace
 
 GOOD = TRACES / "late_cancel.jsonl"
 

@@ -11,14 +11,14 @@ from typing import Any
 import orjson
 import pytest
 import trio
+from mcpactor.replay.engine import ReplayOptions, replay
+from mcpactor.replay.trace import load_trace
 from replay_support import RACE_SERVER, ROOT, events_of, run_cli
 
 from mcpactor import Timeout, connect_stdio
 from mcpactor.client.script import as_client_script
 from mcpactor.entrypoint import load_entry_point
 from mcpactor.tracing import MemoryRecorder, TraceHeader
-from replay.engine import ReplayOptions, replay
-from replay.trace import load_trace
 
 SCRIPTS = ROOT / "tests" / "replay" / "client_scripts.py"
 #: The corpus's client code (traces/clients/): its client race, recorded afresh here.

@@ -11,10 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from mcpactor.replay.engine import replay
+from mcpactor.replay.trace import load_trace
 from replay_support import TRACES, answers, events_of, kinds
-
-from replay.engine import replay
-from replay.trace import load_trace
 
 Events = list[dict[str, Any]]
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mcpactor.replay.engine import ReplayOptions, replay
+from mcpactor.replay.trace import load_trace
 from replay_support import TRACES, answers, events_of, record_module
-
-from replay.engine import ReplayOptions, replay
-from replay.trace import load_trace
 
 
 def test_a_trace_replays_to_byte_identical_output_100_times() -> None:

@@ -8,13 +8,13 @@ from pathlib import Path
 import orjson
 import trio
 import trio.testing
+from mcpactor.replay.engine import replay
+from mcpactor.replay.trace import load_trace
 from replay_support import RACE_SERVER, kinds
 
 from mcpactor.entrypoint import load_entry_point
 from mcpactor.tracing import JsonlRecorder, TraceHeader
 from mcpactor.transports.stream import StreamTransport
-from replay.engine import replay
-from replay.trace import load_trace
 
 HANDSHAKE = (
     orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from replay.jsondiff import json_diff
-from replay.matcher import same_json
-from replay.trace import stream_key
+from mcpactor.replay.jsondiff import json_diff
+from mcpactor.replay.matcher import same_json
+from mcpactor.replay.trace import stream_key
 
 
 def test_same_json_tolerates_only_float_noise() -> None:

@@ -10,7 +10,7 @@ import sys
 def test_building_the_command_line_leaves_the_replay_engine_unloaded() -> None:
     probe = (
         "import sys, mcpactor.cli as c; c.build_parser(); "
-        "print(sorted(m for m in ('replay.engine', 'trio.testing', 'pytest', 'jwt') "
+        "print(sorted(m for m in ('mcpactor.replay.engine', 'trio.testing', 'pytest', 'jwt') "
         "if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
@@ -19,7 +19,7 @@ def test_building_the_command_line_leaves_the_replay_engine_unloaded() -> None:
 
 
 def test_the_package_still_offers_its_names() -> None:
-    import replay
+    from mcpactor import replay
 
     assert callable(replay.replay) and replay.Trace.__name__ == "Trace"
     assert set(replay.__all__) <= set(dir(replay)) | set(replay._WHERE)

@@ -8,14 +8,14 @@ from typing import Any
 import orjson
 import trio
 import trio.testing
+from mcpactor.replay.engine import replay
+from mcpactor.replay.trace import load_trace
 from replay_support import RACE_SERVER
 
 from mcpactor.entrypoint import load_entry_point
 from mcpactor.tracing import REDACTED, JsonlRecorder, MemoryRecorder, Redactor, TraceHeader
 from mcpactor.tracing.seeds import apply_seeds
 from mcpactor.tracing.tracer import EncodedMessage
-from replay.engine import replay
-from replay.trace import load_trace
 
 SECRET = "s3cr3t-Xq9"
 
