@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
-import os
 import socket
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from mcpactor import __version__
 from mcpactor.entrypoint import EntryPointError, load_entry_point
+
+if TYPE_CHECKING:
+    from mcpactor.tracing.recorder import Rotation
 
 
 class CliError(Exception):
@@ -48,6 +51,12 @@ def _load_server(spec: str) -> object:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Serve an entry point over stdio or HTTP."""
+    if args.trace:
+        # Before the server's code is imported: its modules then see the recorded clock
+        # and entropy functions however they import them (mcpactor.tracing.entropy).
+        from mcpactor.tracing import entropy
+
+        entropy.install()
     server = _load_server(args.target)
     from mcpactor.server.app import Server
 
@@ -64,12 +73,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if options and args.transport != "http":
         raise CliError("the HTTP options (--json-response, --sse-response, --server, "
                        "--stateless, --allow-*, --session-timeout) need --transport http")
-    if args.trace and args.transport == "stdio" and os.path.isdir(args.trace):
-        raise CliError(f"--trace {args.trace} is a folder: over stdio it takes a file "
-                       f"(e.g. {os.path.join(args.trace, 'session.jsonl')}); a folder of "
-                       "traces, one per session, is for --transport http")
-    if args.trace and args.transport != "stdio":
-        _check_trace_folder(args.trace)
+    rotation = _trace_rotation(args)
+    if args.trace:
+        _check_trace_path(args.trace)
     try:
         server.run(
             args.transport,
@@ -78,6 +84,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             path=args.path,
             trace=args.trace,
             entry_point=args.target,
+            rotation=rotation,
             **options,
         )
     except KeyboardInterrupt:
@@ -87,21 +94,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_trace_folder(folder: str) -> None:
-    # Over HTTP and WebSocket each session writes its own file into the folder, long after
-    # start-up: a folder that cannot be written would only show up in the logs, session
-    # after session. Found now, it is one line.
-    if os.path.isfile(folder):
-        raise CliError(f"--trace {folder} is a file: over --transport http or ws it takes a "
-                       "folder (one trace per session)")
+def _trace_rotation(args: argparse.Namespace) -> Rotation | None:
+    if args.trace_max_bytes is None and args.trace_max_seconds is None:
+        return None
+    if not args.trace:
+        raise CliError("--trace-max-bytes and --trace-max-seconds need --trace FILE")
+    from mcpactor.tracing.recorder import Rotation
+
+    return Rotation(max_bytes=args.trace_max_bytes, max_seconds=args.trace_max_seconds)
+
+
+def _check_trace_path(path: str) -> None:
+    # A trace that cannot be written would otherwise only show up once the server runs.
+    # Found now, it is one line.
+    from mcpactor.tracing.recorder import Recorder, RecordingError, TraceHeader
+
     try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as exc:
-        raise CliError(f"--trace {folder}: cannot create the folder ({exc.strerror or exc}); "
-                       "pick a folder this user can write") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise CliError(f"--trace {folder}: the folder is not writable; pick one this user "
-                       "can write")
+        Recorder.at(path, TraceHeader(role="server", transport="check"), writer="thread")
+    except RecordingError as exc:
+        raise CliError(f"--trace {exc}; pick a path this user can write") from None
 
 
 def _serve_error(exc: OSError, args: argparse.Namespace) -> str:
@@ -122,6 +133,22 @@ def _serve_error(exc: OSError, args: argparse.Namespace) -> str:
         return f"cannot listen on {where}: permission denied (ports below 1024 need " \
                "privileges: pick a higher --port)"
     return f"cannot serve on {where}: {exc.strerror or exc}"
+
+
+def _size(text: str) -> int:
+    """argparse type: a size in bytes, with an optional K, M or G suffix."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower().removesuffix("b")
+    scale = units.get(t[-1:], 1)
+    if scale != 1:
+        t = t[:-1]
+    try:
+        value = int(float(t) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 50M, 2G)") from None
+    if value < 1024:
+        raise argparse.ArgumentTypeError(f"{text} is too small for a trace file (at least 1K)")
+    return value
 
 
 def positive_int(text: str) -> int:
@@ -202,7 +229,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     run.add_argument("--port", type=_port, default=8000)
     run.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
-    run.add_argument("--trace", metavar="PATH", help="record the session as a JSONL trace")
+    run.add_argument("--trace", metavar="PATH",
+                     help="record every session to this JSONL trace (a folder, or a path "
+                     "ending in /: one file per session)")
+    run.add_argument("--trace-max-bytes", type=_size, metavar="SIZE",
+                     help="start a new trace file after this size (e.g. 100M); files are "
+                     "named by the time they start")
+    run.add_argument("--trace-max-seconds", type=positive_float, metavar="SECONDS",
+                     help="start a new trace file after this long")
     http = run.add_argument_group("HTTP options")
     http.add_argument("--json-response", action="store_true",
                       help="always answer requests with application/json (default: JSON "

@@ -21,7 +21,13 @@ import trio
 import trio.testing
 from trio._core import _run
 
-from mcpactor.tracing.seeds import apply_seeds
+
+def apply_seeds(seeds: dict[str, Any]) -> None:
+    """Seed Python's ``random`` from a version-1 header's ``seeds`` (its Trio scheduler
+    seed drives :class:`ScriptedCoins`)."""
+    rnd = seeds.get("random")
+    if isinstance(rnd, int):
+        random.seed(rnd)
 
 __all__ = ["ScriptedCoins", "apply_seeds", "install_coins", "new_clock", "order_timer_ties"]
 

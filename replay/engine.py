@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import attrs
 
 from .model import ReplayError, ReplayOptions, ReplayResult, Schedule
-from .runner import Run, load_server, resolve_entry_point, run_once
+from .runner import Run, load_client, load_server, resolve_entry_point, run_once
 from .trace import Trace
 
 __all__ = [
@@ -50,8 +50,19 @@ def replay(trace: Trace, options: ReplayOptions = ReplayOptions()) -> ReplayResu
     deterministic: a trace replays to the same run, byte for byte, every time.
     """
     spec = _entry_point(trace, options)
-    quiet = attrs.evolve(options, on_step=None, on_break=None, break_at=None)
     interactive = options.on_step is not None or options.break_at is not None
+    if trace.version >= 2:
+        # The recording holds the schedule, the clocks and the entropy: one run.
+        from mcpactor.tracing import entropy
+
+        from .exact.engine import replay_exact
+
+        # Before the code is imported, so that its modules see the replayed functions.
+        entropy.install()
+        subject = (load_client if trace.role == "client" else load_server)(spec, trace.path)
+        with _logging_off(not interactive):
+            return replay_exact(trace, subject, options)
+    quiet = attrs.evolve(options, on_step=None, on_break=None, break_at=None)
     # The handlers' own logging would repeat once per run of the search; an interactive
     # replay (stepping, a breakpoint) shows it, once.
     with _logging_off(not interactive):

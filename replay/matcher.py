@@ -17,8 +17,9 @@ import attrs
 import orjson
 import trio
 
-from mcpactor.tracing.encode import message_bytes
-from mcpactor.tracing.recorder import MemoryRecorder, encode_events
+from mcpactor.tracing.encode import encode_events, message_bytes, to_event
+from mcpactor.tracing.redact import Redactor
+from mcpactor.tracing.tracer import Compact
 
 from .jsondiff import json_diff
 from .trace import VOLATILE_KEYS, Event, Trace, stream_key
@@ -65,8 +66,33 @@ def same_json(a: Any, b: Any) -> bool:
     return ta is tb and bool(a == b)
 
 
+#: What a version-1 recording said of a transport that a replay's events say otherwise
+#: (``buffered`` then, ``yields`` now): not compared.
+_TRANSPORT_KEYS = frozenset({"buffered", "yields"})
+
+
 def _comparable(ev: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in ev.items() if k not in VOLATILE_KEYS}
+    return {k: v for k, v in ev.items() if k not in VOLATILE_KEYS and k not in _TRANSPORT_KEYS}
+
+
+class ReplayLog:
+    """The replayed session's own trace lines (a version-1 replay's output)."""
+
+    def __init__(self, header: dict[str, Any], redact_keys: frozenset[str]) -> None:
+        self.redactor = Redactor(redact_keys)
+        self.lines: list[bytes] = [orjson.dumps({**header, "replay": True})]
+        self.last_seq = 0
+
+    def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
+        """Add one event as a line."""
+        self.last_seq += 1
+        now = round(trio.current_time(), 9)
+        ev = {"seq": self.last_seq, "t": now, "session": session, "actor": actor, "kind": kind,
+              **data}
+        self.lines.extend(encode_events([ev], self.redactor))
+
+    def close(self) -> None:
+        """Nothing to flush."""
 
 
 class Matcher:
@@ -75,7 +101,7 @@ class Matcher:
     def __init__(
         self,
         trace: Trace,
-        recorder: MemoryRecorder,
+        recorder: ReplayLog,
         *,
         until: int | None = None,
         on_step: StepHook | None = None,
@@ -116,6 +142,19 @@ class Matcher:
         return sum(1 for ev in self.events if ev.seq <= seq)
 
     # -- the Tracer interface -------------------------------------------------------------
+
+    def log(self, compact: Compact, /) -> None:
+        """Take one event (see mcpactor.tracing.tracer) and compare it."""
+        ev = to_event(compact, 0, 0)
+        data = {k: v for k, v in ev.items() if k not in ("seq", "t", "session", "actor", "kind")}
+        self.emit(str(ev["session"]), str(ev["actor"]), str(ev["kind"]), data)
+
+    def clock(self) -> int:
+        """The virtual clock, in nanoseconds."""
+        return round(trio.current_time() * 1e9)
+
+    def session_closed(self, session: str) -> None:
+        """Nothing to close."""
 
     def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
         """Record the replayed event and compare it with the recording."""

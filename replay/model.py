@@ -65,6 +65,10 @@ class ReplayResult:
     schedule: Schedule = Schedule()
     #: How many runs the schedule search made.
     attempts: int = 1
+    #: (Version-2 traces) every step the replay ran, as (recorded pass index, task id),
+    #: and for each reproduced event the task that emitted it (None: not a followed one).
+    steps: tuple[tuple[int, int], ...] = ()
+    emitters: tuple[int | None, ...] = ()
 
     @property
     def faithful(self) -> bool:

@@ -14,7 +14,6 @@ import trio
 import trio.testing
 
 from mcpactor.entrypoint import EntryPointError, load_entry_point
-from mcpactor.tracing.recorder import MemoryRecorder, TraceHeader
 
 from .determinism import (
     ScriptedCoins,
@@ -23,7 +22,7 @@ from .determinism import (
     new_clock,
     order_timer_ties,
 )
-from .matcher import Matcher
+from .matcher import Matcher, ReplayLog
 from .model import ReplayError, ReplayOptions, ReplayResult, Schedule
 from .trace import Trace
 from .transport import ReplayTransport
@@ -134,19 +133,7 @@ async def _main(
 ) -> None:
     order_timer_ties()
     header = trace.header
-    clock = header.get("clock") or {}
-    recorder = MemoryRecorder(
-        TraceHeader(
-            role=trace.role,
-            transport=str(header.get("transport")),
-            entry_point=header.get("entry_point"),
-            protocol_version=header.get("protocol_version"),
-            session=trace.session,
-            seeds=dict(header.get("seeds") or {}),
-            redacted_keys=list(header.get("redacted_keys") or []),
-        ),
-        wall_origin=clock.get("wall_origin"),
-    )
+    recorder = ReplayLog(header, frozenset(header.get("redacted_keys") or ()))
     matcher = Matcher(
         trace,
         recorder,

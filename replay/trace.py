@@ -15,13 +15,16 @@ import orjson
 
 from mcpactor.tracing.recorder import TRACE_FORMAT, TRACE_FORMAT_VERSION
 
-SUPPORTED_VERSIONS = frozenset({TRACE_FORMAT_VERSION})
+SUPPORTED_VERSIONS = frozenset({1, TRACE_FORMAT_VERSION})
+#: Records of the schedule and the entropy capture (version 2), not events of a session.
+SCHEDULE_KINDS = frozenset({"sched", "read", "trace_truncated"})
 
 #: Event kinds that are inputs: the replayer delivers them instead of reproducing them.
 INPUT_KINDS = frozenset({"message_in", "message_oversize", "transport_closed", "transport_broken"})
 
-#: Keys that legitimately differ between a recording and its replay.
-VOLATILE_KEYS = frozenset({"seq", "t", "session"})
+#: Keys that legitimately differ between a recording and its replay (``at``: where in
+#: the recorded steps an outside action happened, which the replay does not renumber).
+VOLATILE_KEYS = frozenset({"seq", "t", "session", "at"})
 
 
 class TraceError(Exception):
@@ -45,6 +48,12 @@ class Event:
         return self.actor == "reader" and self.kind in INPUT_KINDS
 
     @property
+    def session(self) -> str | None:
+        """The id of the session the event belongs to."""
+        sid = self.data.get("session")
+        return None if sid is None else str(sid)
+
+    @property
     def stream(self) -> str:
         """The actor stream this event belongs to (see :func:`stream_key`)."""
         return stream_key(self.actor, self.data)
@@ -66,12 +75,57 @@ def stream_key(actor: str, data: dict[str, Any]) -> str:
 
 
 @attrs.frozen
+class Sched:
+    """(Version 2) one pass of the recorded run's loop: its clock reading and the
+    followed tasks that took a step in it, in the order they ran."""
+
+    index: int
+    seq: int
+    now: float
+    run: tuple[int, ...]
+
+
+@attrs.frozen
+class Read:
+    """(Version 2) a value a followed task read: a clock, or entropy."""
+
+    seq: int
+    task: int
+    source: str
+    value: Any
+
+
+@attrs.frozen
 class Trace:
-    """A loaded trace: the header object and the events in recorded order."""
+    """A loaded trace: the header object and the events in recorded order.
+
+    Version 2 traces also have the schedule (:attr:`scheds`), the task names it uses
+    (:attr:`names`), the values the tasks read (:attr:`reads`) and the gaps the recording
+    declared (:attr:`truncations`: ``(first seq, lost count or None)``).
+    """
 
     header: dict[str, Any]
     events: tuple[Event, ...]
     path: Path | None = None
+    scheds: tuple[Sched, ...] = ()
+    names: dict[int, str] = attrs.Factory(dict)
+    reads: tuple[Read, ...] = ()
+    truncations: tuple[tuple[int, int | None], ...] = ()
+
+    @property
+    def version(self) -> int:
+        """The format version."""
+        return int(self.header.get("format_version", 1))
+
+    @property
+    def sessions(self) -> list[str]:
+        """The ids of the sessions in the trace, in the order they started."""
+        seen: dict[str, None] = {}
+        for ev in self.events:
+            sid = ev.session
+            if sid is not None:
+                seen.setdefault(sid, None)
+        return list(seen)
 
     @property
     def role(self) -> str:
@@ -117,8 +171,14 @@ def parse_trace(data: bytes, path: Path | None = None, *, require_end: bool = Tr
     if complete:
         lines.pop()
     header = _header(name, lines[0])
+    version = header.get("format_version")
     events: list[Event] = []
+    scheds: list[Sched] = []
+    reads: list[Read] = []
+    names: dict[int, str] = {}
+    truncations: list[tuple[int, int | None]] = []
     last_seq = 0
+    expect: int | None = None  # version 2: every line's seq is the one after the last
     for number, raw in enumerate(lines[1:], start=2):
         if not raw.strip():
             continue
@@ -128,17 +188,101 @@ def parse_trace(data: bytes, path: Path | None = None, *, require_end: bool = Tr
             if number == len(lines) and not complete:
                 raise TraceError(f"{name}: truncated: line {number} is cut off") from None
             raise TraceError(f"{name}: line {number} is not valid JSON") from None
-        events.append(_event(name, number, obj, len(events)))
-        if events[-1].seq <= last_seq:
-            raise TraceError(f"{name}: line {number}: seq {events[-1].seq} is out of order")
-        last_seq = events[-1].seq
-    if require_end and (not events or events[-1].kind != "session_closed"):
-        last = events[-1].seq if events else 0
+        if version == 1:
+            events.append(_event(name, number, obj, len(events)))
+            if events[-1].seq <= last_seq:
+                raise TraceError(f"{name}: line {number}: seq {events[-1].seq} is out of order")
+            last_seq = events[-1].seq
+            continue
+        if not isinstance(obj, dict):
+            raise TraceError(f"{name}: line {number} is not an event object")
+        kind = obj.get("kind")
+        if kind == "trace_truncated":
+            first, lost = obj.get("first"), obj.get("lost")
+            if not isinstance(first, int) or first != last_seq + 1:
+                raise TraceError(f"{name}: line {number}: a trace_truncated record that does "
+                                 f"not follow #{last_seq}")
+            truncations.append((first, lost if isinstance(lost, int) else None))
+            expect = first + lost if isinstance(lost, int) else None
+            continue
+        seq = obj.get("seq")
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            raise TraceError(f"{name}: line {number}: missing or bad 'seq'")
+        wanted = last_seq + 1 if expect is None else expect
+        if truncations and expect is None and seq > last_seq:
+            wanted = seq  # after a gap of unknown size, numbering resumes anywhere higher
+        if seq != wanted:
+            if seq <= last_seq:
+                raise TraceError(f"{name}: line {number}: seq {seq} is out of order "
+                                 f"(after #{last_seq})")
+            raise TraceError(
+                f"{name}: line {number}: seq jumps from {last_seq} to {seq}: "
+                f"{seq - last_seq - 1} line(s) are missing (edited or cut out of the trace)")
+        last_seq, expect = seq, None
+        if kind == "sched":
+            scheds.append(_sched(name, number, obj, len(scheds), names))
+        elif kind == "read":
+            reads.append(_read(name, number, obj))
+        else:
+            events.append(_event(name, number, obj, len(events)))
+    if require_end:
+        _check_ends(name, events, truncations)
+    return Trace(header, tuple(events), path, tuple(scheds), names, tuple(reads),
+                 tuple(truncations))
+
+
+def _check_ends(name: str, events: list[Event], truncations: list[Any]) -> None:
+    if truncations:
+        first, lost = truncations[0]
+        how = "an unknown number of" if lost is None else str(lost)
+        raise TraceError(
+            f"{name}: the recording lost {how} records from #{first} (its writer fell behind "
+            f"or died): replay what comes before with --until {first - 1}")
+    if not events:
+        raise TraceError(f"{name}: truncated: the trace has no events")
+    open_: dict[str, int] = {}
+    for ev in events:
+        if ev.kind == "session_started" and ev.session is not None:
+            open_[ev.session] = ev.seq
+        elif ev.kind == "session_closed" and ev.session is not None:
+            open_.pop(ev.session, None)
+    if open_ or events[-1].kind != "session_closed":
+        last = events[-1].seq
         raise TraceError(
             f"{name}: truncated: the trace ends at event #{last} without its session_closed "
             f"event (was the recording cut short? replay what is there with --until {last})"
         )
-    return Trace(header, tuple(events), path)
+
+
+def _sched(name: str, number: int, obj: dict[str, Any], index: int,
+           names: dict[int, str]) -> Sched:
+    now, run = obj.get("now"), obj.get("run")
+    if not isinstance(now, int | float) or isinstance(now, bool) or not isinstance(run, list) \
+            or not all(isinstance(i, int) for i in run):
+        raise TraceError(f"{name}: line {number}: a sched record needs 'now' and 'run'")
+    new = obj.get("new") or {}
+    if not isinstance(new, dict):
+        raise TraceError(f"{name}: line {number}: 'new' must map task numbers to names")
+    for key, value in new.items():
+        try:
+            tid = int(key)
+        except ValueError:
+            raise TraceError(f"{name}: line {number}: task number {key!r} is not a number") from None
+        if tid in names or not isinstance(value, str):
+            raise TraceError(f"{name}: line {number}: task #{tid} is named twice")
+        names[tid] = value
+    for tid in run:
+        if tid not in names:
+            raise TraceError(f"{name}: line {number}: task #{tid} runs before it was named "
+                             "(the trace was edited, or lines are missing)")
+    return Sched(index, int(obj["seq"]), float(now), tuple(run))
+
+
+def _read(name: str, number: int, obj: dict[str, Any]) -> Read:
+    task, src = obj.get("task"), obj.get("src")
+    if not isinstance(task, int) or not isinstance(src, str) or "v" not in obj:
+        raise TraceError(f"{name}: line {number}: a read record needs 'task', 'src' and 'v'")
+    return Read(int(obj["seq"]), task, src, obj["v"])
 
 
 def _header(name: str, raw: bytes) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 import attrs
@@ -29,6 +29,7 @@ from mcpactor.session.context import RequestContext
 from mcpactor.session.groups import plain_errors
 from mcpactor.session.session import Limits, Session
 from mcpactor.session.tracker import ProgressCallback, Timeout, Waiter
+from mcpactor.tracing.tasks import TRACK, Node, current_node
 from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import Transport
 
@@ -413,13 +414,17 @@ async def connect_transport(
     :class:`~mcpactor.tracing.Tracer` instead. ``session_id`` fixes the session's id
     (default: a fresh one).
     """
+    recording: AbstractAsyncContextManager[Any] = nullcontext()
     if trace is not None:
         _one_tracer(trace, tracer)
-        from mcpactor.tracing.recorder import JsonlRecorder, TraceHeader
+        from mcpactor.tracing.recorder import Recorder, TraceHeader
 
-        tracer = JsonlRecorder(trace, TraceHeader(
+        recorder = Recorder(TraceHeader(
             role="client", transport=transport.name, entry_point=entry_point,
-            client_options={"timeout": timeout_to_json(timeout), "init_timeout": init_timeout}))
+            client_options={"timeout": timeout_to_json(timeout), "init_timeout": init_timeout}),
+            trace)
+        recording = recorder.recording()
+        tracer = recorder
     handlers = handlers or ClientHandlers()
     conn = Connection(
         Role.CLIENT,
@@ -429,7 +434,8 @@ async def connect_transport(
     session = Session(transport, conn, _ClientHandler(handlers), tracer=tracer, limits=limits,
                       session_id=session_id)
     with plain_errors():
-        async with trio.open_nursery() as nursery:
+        async with recording, _client_code(session.id, tracer is not None), \
+                trio.open_nursery() as nursery:
             await nursery.start(session.run)
             client = Client(session, default_timeout=timeout)
             try:
@@ -438,13 +444,29 @@ async def connect_transport(
             except Exception as exc:
                 # The client code's own failure is part of the session's story: a replay
                 # of the trace must fail the same way to be faithful.
-                if tracer is not None:
-                    tracer.emit(session.id, "client", "client_failed", {"error": repr(exc)})
+                session._emit("client", "client_failed", {"error": repr(exc)})
                 raise
             finally:
                 session.close("client closed")
                 with trio.CancelScope(shield=True):
                     await session.closed.wait()
+
+
+@asynccontextmanager
+async def _client_code(session_id: str, traced: bool) -> AsyncIterator[None]:
+    """While a client session is recorded, the task running the client code (the caller
+    of ``connect_*``) is followed too, from its next step on, as the root of the tasks it
+    starts: how the client's own tasks interleave is part of the story."""
+    if not traced or current_node() is not None:
+        yield
+        return
+    token = TRACK.set(Node(f"{session_id}/client", session_id))
+    try:
+        # Followed from the next step on: the hook claims this task for the node then.
+        await trio.lowlevel.checkpoint()
+        yield
+    finally:
+        TRACK.reset(token)
 
 
 @asynccontextmanager

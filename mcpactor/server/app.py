@@ -5,8 +5,9 @@ from __future__ import annotations
 import inspect
 import signal
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterator, MutableSet, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -24,9 +25,37 @@ from mcpactor.session.session import Limits, Session
 from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import Transport
 
+if TYPE_CHECKING:
+    from mcpactor.tracing.recorder import Recorder, Rotation
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _UNSTRUCTURED = (*_CONTENT_TYPES, t.CallToolResult)
+
+
+class SessionSet(MutableSet["Session"]):
+    """A set of sessions that iterates in insertion order (a plain set iterates in the
+    order of memory addresses, which differ from run to run)."""
+
+    def __init__(self) -> None:
+        self._items: dict[Session, None] = {}
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._items
+
+    def __iter__(self) -> Iterator[Session]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, value: Session) -> None:
+        """Add ``value`` (at the end, if new)."""
+        self._items[value] = None
+
+    def discard(self, value: Session) -> None:
+        """Remove ``value`` if present."""
+        self._items.pop(value, None)
 
 
 def _after(signalled: int | None) -> None:
@@ -101,7 +130,9 @@ class Server:
         self.prompts: dict[str, PromptEntry] = {}
         self.completion_handler: Callable[..., Any] | None = None
         self.roots_changed_handler: Callable[..., Any] | None = None
-        self.sessions: set[Session] = set()
+        #: The initialized sessions, in the order they started (an ordered set: a
+        #: broadcast reaches them in the same order every run, and every replay).
+        self.sessions: SessionSet = SessionSet()
         self.custom_methods: dict[str, Callable[..., Any]] = {}
 
     # -- capabilities ---------------------------------------------------------------
@@ -343,7 +374,9 @@ class Server:
 
     # -- notifications to every session --------------------------------------------------
 
-    async def _broadcast(self, method: str, params: Any = None, only: set[Session] | None = None) -> None:
+    async def _broadcast(
+        self, method: str, params: Any = None, only: list[Session] | None = None
+    ) -> None:
         for session in list(only if only is not None else self.sessions):
             if session.closed.is_set() or not session.initialized.is_set():
                 continue
@@ -366,10 +399,17 @@ class Server:
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell the sessions subscribed to ``uri`` that it changed."""
-        subscribed = {s for s in self.sessions if uri in session_state(s).subscriptions}
+        subscribed = [s for s in self.sessions if uri in session_state(s).subscriptions]
         await self._broadcast("notifications/resources/updated", {"uri": uri}, only=subscribed)
 
     # -- serving ------------------------------------------------------------------------
+
+    async def _serve_recorded(
+        self, trace: str | None, transport: str, entry_point: str | None,
+        rotation: Rotation | None, serve: Callable[[Recorder | None], Awaitable[None]],
+    ) -> None:
+        async with self._recording(trace, transport, entry_point, rotation) as recorder:
+            await serve(recorder)
 
     def new_connection(self) -> Connection:
         """A server-role protocol connection declaring this server's capabilities."""
@@ -404,17 +444,31 @@ class Server:
         session = self.new_session(transport, tracer=tracer, session_id=session_id)
         await session.run()
 
-    async def serve_stdio(self, *, trace: str | None = None, entry_point: str | None = None) -> None:
-        """Serve one session on this process's stdin/stdout."""
-        from mcpactor.tracing.recorder import JsonlRecorder, TraceHeader
+    async def serve_stdio(
+        self, *, trace: str | None = None, entry_point: str | None = None,
+        rotation: Rotation | None = None,
+    ) -> None:
+        """Serve one session on this process's stdin/stdout (``trace``: record it, see
+        :meth:`run`)."""
         from mcpactor.transports.stdio import StdioServerTransport
 
-        tracer = None
-        if trace is not None:
-            tracer = JsonlRecorder(
-                trace, TraceHeader(role="server", transport="stdio", entry_point=entry_point)
-            )
-        await self.serve(StdioServerTransport(), tracer=tracer)
+        async with self._recording(trace, "stdio", entry_point, rotation) as recorder:
+            await self.serve(StdioServerTransport(), tracer=recorder)
+
+    def _recording(
+        self, trace: str | None, transport: str, entry_point: str | None,
+        rotation: Rotation | None,
+    ) -> AbstractAsyncContextManager[Recorder | None]:
+        """Record the run's sessions to ``trace`` for the duration of the block (a no-op
+        block yielding None without a trace)."""
+        if trace is None:
+            return nullcontext()
+        from mcpactor.tracing.recorder import Recorder, TraceHeader
+
+        recorder = Recorder.at(trace, TraceHeader(role="server", transport=transport,
+                                                  entry_point=entry_point),
+                               rotation=rotation)
+        return recorder.recording()
 
     def run(
         self,
@@ -425,9 +479,17 @@ class Server:
         path: str = "/mcp",
         trace: str | None = None,
         entry_point: str | None = None,
+        rotation: Rotation | None = None,
         **http_options: Any,
     ) -> None:
         """Serve until the input ends or a signal ends it (blocking).
+
+        ``trace`` records every session of the process to that file (one trace, the
+        sessions interleaved as they ran: ``mcpactor replay`` re-executes them together),
+        or, given a folder (an existing one, or a path ending in ``/``), one file per
+        session; ``rotation`` starts a new file of a whole-process trace now and then
+        (see ``docs/trace-format.md``). ``entry_point`` names this server's code in the
+        trace, for the replay.
 
         On SIGTERM or Ctrl-C every session is closed first, recording why (traces are
         written to the end and replay); then SIGTERM returns and Ctrl-C raises
@@ -444,7 +506,8 @@ class Server:
             with plain_errors():
                 signalled = trio.run(
                     serve_until_signalled,
-                    lambda: self.serve_stdio(trace=trace, entry_point=entry_point))
+                    lambda: self.serve_stdio(trace=trace, entry_point=entry_point,
+                                             rotation=rotation))
             _after(signalled)
             return
         if transport in ("http", "streamable-http"):
@@ -454,18 +517,19 @@ class Server:
                 print("mcpactor: the HTTP transport is not available in this build", file=sys.stderr)
                 raise SystemExit(2) from None
             with plain_errors():
-                signalled = trio.run(serve_until_signalled, lambda: serve_http(
-                    self, host=host, port=port, path=path, trace=trace, entry_point=entry_point,
-                    **http_options,
-                ))
+                signalled = trio.run(serve_until_signalled, lambda: self._serve_recorded(
+                    trace, "http", entry_point, rotation, lambda recorder: serve_http(
+                        self, host=host, port=port, path=path, tracer=recorder,
+                        **http_options)))
             _after(signalled)
             return
         if transport in ("ws", "websocket"):
             from mcpactor.transports.websocket import serve_websocket
 
             with plain_errors():
-                signalled = trio.run(serve_until_signalled, lambda: serve_websocket(
-                    self, host=host, port=port, path=path, trace=trace))
+                signalled = trio.run(serve_until_signalled, lambda: self._serve_recorded(
+                    trace, "ws", entry_point, rotation, lambda recorder: serve_websocket(
+                        self, host=host, port=port, path=path, tracer=recorder)))
             _after(signalled)
             return
         raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'http' or 'ws'")

@@ -57,6 +57,9 @@ from mcpactor.session.handler import SessionHandler
 from mcpactor.session.limits import Limits
 from mcpactor.session.tracker import ProgressCallback, RequestTracker, Timeout, Waiter
 from mcpactor.session.writer import WriterActor
+from mcpactor.tracing import entropy
+from mcpactor.tracing.schedule import current_scheduler
+from mcpactor.tracing.tasks import current_node, schedule_points, spawn_root
 from mcpactor.tracing.tracer import Compact, Tracer
 from mcpactor.transports.base import (
     Oversize,
@@ -80,8 +83,13 @@ def live_sessions() -> list[Session]:
         return []
 
 
-def _nothing() -> None:
-    """The tick of a session without a fast tracer."""
+_urandom = entropy.real("urandom")
+
+
+def new_session_id() -> str:
+    """A fresh session id (from the real entropy source: the runtime's own bookkeeping
+    is never part of what a trace captures)."""
+    return uuid.UUID(bytes=_urandom(16), version=4).hex
 
 
 class Session(WriterActor):
@@ -105,16 +113,15 @@ class Session(WriterActor):
         self.connection = connection
         self.handler = handler
         self.tracer = tracer
-        # The tracer's emit, bound once: the per-message call sites make one call, not two.
-        # Messages are traced as the bytes received or sent (see Tracer).
-        self._rec: Callable[[str, str, str, dict[str, Any]], None] | None = (
-            tracer.emit if tracer is not None else None
-        )
-        # A recorder's fast path for the four events of every call (see run()).
+        # The tracer's log and clock, bound once: every event is one call of ``log`` with
+        # a compact tuple (see mcpactor.tracing.tracer); messages are traced as the bytes
+        # received or sent.
         self._log: Callable[[Compact], None] | None = None
         self._clock: Callable[[], int] = int
-        self._tick: Callable[[], None] = _nothing
-        self.id = session_id or uuid.uuid4().hex
+        if tracer is not None:
+            self._log = tracer.log
+            self._clock = tracer.clock
+        self.id = session_id or new_session_id()
         self.limits = limits
         self.tracker = RequestTracker()
         # The notifier's mailbox exists from its first job on (see _ensure_notifier).
@@ -144,15 +151,18 @@ class Session(WriterActor):
     # -- supervisor -------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run the actor tree until the input ends, the transport breaks or :meth:`close`."""
-        fast_log = getattr(self.tracer, "fast_log", None)
-        tick = getattr(self.tracer, "tick", None)
-        fast = fast_log() if fast_log is not None and tick is not None else None
-        if fast is not None and tick is not None:
-            # Messages and handler starts and ends are appended to the recorder's buffer
-            # directly: a Python call per event was a third of what recording cost.
-            self._log, self._clock = fast
-            self._tick = tick
+        """Run the actor tree until the input ends, the transport breaks or :meth:`close`.
+
+        The tree runs in a task of its own, the supervisor, which a recording follows
+        (:mod:`mcpactor.tracing.tasks`) with everything it starts; this task only waits.
+        """
+        ready = trio.Event()
+        async with trio.open_nursery() as outer:
+            spawn_root(outer, self.id, self.id, self._supervise, ready)
+            await ready.wait()
+            task_status.started()
+
+    async def _supervise(self, ready: trio.Event) -> None:
         self._emit("supervisor", "session_started", {"role": self.connection.role.value,
                                                       "transport": self.transport.name})
         try:
@@ -168,7 +178,7 @@ class Session(WriterActor):
                 async with trio.open_nursery() as handlers:
                     self._handlers = handlers
                     self.started.set()
-                    task_status.started()
+                    ready.set()
                     await self._actor("reader", self._reader)
                     if self._eof and self._scopes:
                         # A clean end of input (stdin closed after the last request) still
@@ -187,13 +197,14 @@ class Session(WriterActor):
                     self._note_send.close()
                 root.cancel_scope.deadline = trio.current_time() + self.limits.drain_timeout
         finally:
+            ready.set()
             await self._end_inline()
             self._shutdown_waiters()
             self.connection.close()
             await aclose_quietly(self.transport)
             self._emit("supervisor", "session_closed", {"reason": self.close_reason})
             if self.tracer is not None:
-                self.tracer.close()
+                self.tracer.session_closed(self.id)
             live.discard(self)
             self.closed.set()
             try:
@@ -223,36 +234,41 @@ class Session(WriterActor):
         """End the session: stop reading; in-flight handlers are cancelled."""
         if self.close_reason is None:
             self.close_reason = reason
+        if self._log is not None and not self._reader_scope.cancel_called:
+            self._external("close_requested", {"reason": reason})
         self._reader_scope.cancel()
+
+    def _external(self, kind: str, data: dict[str, Any]) -> None:
+        """Trace something done to this session by code the recording does not follow
+        (a signal handler, the HTTP layer), with where in the followed tasks' steps it
+        happened, so that a replay does it at that point. Done by a followed task (any
+        session's: a replay repeats those steps), it needs no record."""
+        if current_node() is not None:
+            return
+        scheduler = current_scheduler()
+        at = list(scheduler.position()) if scheduler is not None else None
+        self._emit("external", kind, {**data, "at": at})
 
     # -- reader -----------------------------------------------------------------------
 
     async def _take(
         self, data: bytes, on_block: Callable[[], None] | None = None,
-        parsed: Message | Invalid | Batch | None = None, buffered: bool = False,
+        parsed: Message | Invalid | Batch | None = None, yields: int = 0,
     ) -> None:
         """Decode one inbound message and route its events (the reader's step).
 
-        ``buffered``: the transport handed the message out without yielding (it came
-        with the previous one); traced, for the replay.
+        ``yields``: how many times the transport's receive yielded to the scheduler
+        before it handed the message out; traced, for the replay.
         """
         events = self.connection.receive(data, parsed)
-        rec = self._rec
-        if rec is not None:
+        log = self._log
+        if log is not None:
             first = events[0] if events else None
-            log = self._log
             if first.__class__ is pc.Reply and first.why == "parse error":
-                event: dict[str, Any] = {"raw": data.decode("utf-8", "replace")}
-                if buffered:
-                    event["buffered"] = True
-                rec(self.id, "reader", "message_in", event)
-            elif log is not None:
-                # The flat form (tracer.FLAT_FIELDS): no dict per message.
-                log((self._clock(), self.id, "reader", "message_in", data, buffered))
-                self._tick()
+                log((self._clock(), self.id, "reader", "message_in",
+                     {"raw": data.decode("utf-8", "replace"), "yields": yields}))
             else:
-                rec(self.id, "reader", "message_in",
-                    {"msg": data, "buffered": True} if buffered else {"msg": data})
+                log((self._clock(), self.id, "reader", "message_in", data, yields))
         for ev in events:
             await self._route(ev, None, on_block)
 
@@ -283,27 +299,39 @@ class Session(WriterActor):
 
     async def _reader(self) -> None:
         receive = self.transport.receive
-        emit = self._emit if self.tracer is not None else None
-        if emit:
-            emit("reader", "transport_opened", {"transport": self.transport.name})
+        log = self._log
+        task = trio.lowlevel.current_task()
+        node = current_node() if log is not None else None
+        if log is not None:
+            self._emit("reader", "transport_opened", {"transport": self.transport.name})
         with self._reader_scope:
             while True:
+                before = schedule_points(task) if log is not None else 0
+                if node is not None:
+                    node.muted = True  # the transport's own reads are not the session's
                 try:
                     data = await receive()
                 except trio.EndOfChannel:
                     self._eof = True
                     self.close_reason = self.close_reason or "end of input"
-                    if emit:
-                        emit("reader", "transport_closed", {})
+                    if log is not None:
+                        self._emit("reader", "transport_closed",
+                                   {"yields": schedule_points(task) - before})
                     return
                 except TransportClosed as exc:
                     self.close_reason = self.close_reason or f"transport broke: {exc}"
-                    if emit:
-                        emit("reader", "transport_broken", {"error": str(exc)})
+                    if log is not None:
+                        self._emit("reader", "transport_broken",
+                                   {"error": str(exc), "yields": schedule_points(task) - before})
                     return
+                finally:
+                    if node is not None:
+                        node.muted = False
+                yields = schedule_points(task) - before if log is not None else 0
                 if type(data) is Oversize:
-                    if emit:
-                        emit("reader", "message_oversize", {"size": data.size})
+                    if log is not None:
+                        self._emit("reader", "message_oversize",
+                                   {"size": data.size, "yields": yields})
                     err = InvalidRequest(
                         f"Invalid Request: message of {data.size} bytes exceeds the limit",
                         data={"size": data.size},
@@ -311,10 +339,7 @@ class Session(WriterActor):
                     await self._send(encode_error(None, err))
                     continue
                 assert isinstance(data, bytes)
-                if emit:
-                    await self._take(data, buffered=self.transport.buffered)
-                else:
-                    await self._take(data)
+                await self._take(data, yields=yields)
 
     async def _route(
         self, ev: pc.Event, batch: BatchCollector | None,
@@ -359,7 +384,7 @@ class Session(WriterActor):
         elif t is pc.CancelReceived:
             assert isinstance(ev, pc.CancelReceived)
             target = self._scopes.get(ev.request_id)
-            if self.tracer is not None:
+            if self._log is not None:
                 self._emit("reader", "cancel_requested",
                            {"id": ev.request_id, "by": "peer", "reason": ev.reason,
                             "target": "running" if target is not None else "none"})
@@ -401,8 +426,8 @@ class Session(WriterActor):
     ) -> None:
         rid = ev.id
         conn = self.connection
-        rec = self._rec
-        actor = f"handler:{rid}" if rec is not None else ""
+        trace = self._log
+        actor = f"handler:{rid}" if trace is not None else ""
         data: bytes | None = None
         outcome = "ok"
         try:
@@ -410,12 +435,8 @@ class Session(WriterActor):
                 if scope.cancel_called:
                     outcome = "cancelled_before_start"
                 else:
-                    if rec is not None:
-                        if self._log is not None:
-                            self._log((self._clock(), self.id, actor, "handler_started", rid,
-                                       ev.method))
-                        else:
-                            rec(self.id, actor, "handler_started", {"id": rid, "method": ev.method})
+                    if trace is not None:
+                        trace((self._clock(), self.id, actor, "handler_started", rid, ev.method))
                     ctx = RequestContext(
                         self, rid, ev.method, ev.params, ev.raw_params, ev.progress_token, scope
                     )
@@ -429,15 +450,13 @@ class Session(WriterActor):
                         outcome = "failed"
                         log.exception("session %s: handler for %s (id %r) failed",
                                       self.id, ev.method, rid)
-                        if rec is not None:
-                            rec(self.id, actor, "handler_failed", {"id": rid, "error": repr(exc)})
+                        self._emit(actor, "handler_failed", {"id": rid, "error": repr(exc)})
                         data = conn.send_error(rid, InternalError(f"Internal error: {exc}"))
         except trio.Cancelled:
             # Not our scope: the session is shutting down around the handler.
             conn.forget_request(rid)
-            if rec is not None:
-                rec(self.id, actor, "cancel_applied",
-                    {"id": rid, "stage": "running", "by": "supervisor", "why": self.close_reason})
+            self._emit(actor, "cancel_applied",
+                       {"id": rid, "stage": "running", "by": "supervisor", "why": self.close_reason})
             raise
         finally:
             self._scopes.pop(rid, None)
@@ -446,27 +465,22 @@ class Session(WriterActor):
                 self._idle.set()
         if scope.cancelled_caught or outcome == "cancelled_before_start":
             conn.forget_request(rid)
-            if rec is not None and self._inline is not None and self._inline.get(scope):
+            if trace is not None and self._inline is not None and self._inline.get(scope):
                 # The session's end cancelled this inline handler (_end_inline): traced as
                 # the end of the handlers nursery is for a handler task.
-                rec(self.id, actor, "cancel_applied",
-                    {"id": rid, "stage": "running", "by": "supervisor", "why": self.close_reason})
-            elif rec is not None:
+                self._emit(actor, "cancel_applied", {"id": rid, "stage": "running",
+                                                     "by": "supervisor", "why": self.close_reason})
+            elif trace is not None:
                 stage = "before_start" if outcome == "cancelled_before_start" else "running"
-                rec(self.id, actor, "cancel_applied", {"id": rid, "stage": stage, "by": "peer",
-                                                        "why": self._cancel_reasons.pop(rid, None)})
+                self._emit(actor, "cancel_applied", {"id": rid, "stage": stage, "by": "peer",
+                                                     "why": self._cancel_reasons.pop(rid, None)})
             if batch is not None:
                 batch.skip()
             return
-        if rec is not None:
+        if trace is not None:
             if self._cancel_reasons:
                 self._cancel_reasons.pop(rid, None)
-            if self._log is not None:
-                self._log((self._clock(), self.id, actor, "handler_finished", rid, outcome,
-                           data is None))
-            else:
-                rec(self.id, actor, "handler_finished",
-                    {"id": rid, "outcome": outcome, "suppressed": data is None})
+            trace((self._clock(), self.id, actor, "handler_finished", rid, outcome, data is None))
         if batch is not None:
             if data is None:
                 batch.skip()
@@ -574,7 +588,7 @@ class Session(WriterActor):
         waiter = Waiter(rid, method, timeout, on_progress, now)
         self.tracker.add(waiter)
         deadline = waiter.deadline_from(now)
-        emit = self._emit if self.tracer is not None else None
+        emit = self._emit if self._log is not None else None
         if emit and deadline != math.inf:
             emit("tracker", "timer_set", {"id": rid, "deadline": deadline - now})
         try:
@@ -621,7 +635,7 @@ class Session(WriterActor):
         waiter = self.tracker.get(ev.request_id)
         if waiter is None:
             return
-        if self.tracer is not None:
+        if self._log is not None:
             self._emit("reader", "progress", {"id": ev.request_id, "direction": "in",
                                               "progress": ev.progress, "total": ev.total})
         if waiter.timeout.reset_on_progress and waiter.scope is not None:
@@ -666,7 +680,7 @@ class Session(WriterActor):
         if data is None:
             self._emit(f"handler:{rid}", "progress_dropped", {"id": rid, "progress": progress})
             return False
-        if self.tracer is not None:
+        if self._log is not None:
             self._emit(f"handler:{rid}", "progress", {"id": rid, "direction": "out",
                                                       "progress": progress, "total": total})
         await self._send(data, rid)

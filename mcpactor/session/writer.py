@@ -22,6 +22,7 @@ import trio
 from mcpactor.protocol.errors import ConnectionClosed
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.session.limits import Limits
+from mcpactor.tracing.tasks import current_node, schedule_points
 from mcpactor.tracing.tracer import Compact
 from mcpactor.transports.base import Outgoing, Transport, TransportClosed
 
@@ -36,10 +37,8 @@ class WriterActor:
     limits: Limits
     id: str
     close_reason: str | None
-    _rec: Callable[[str, str, str, dict[str, Any]], None] | None
     _log: Callable[[Compact], None] | None
     _clock: Callable[[], int]
-    _tick: Callable[[], None]
     _reader_scope: trio.CancelScope
 
     def _init_writer(self) -> None:
@@ -54,9 +53,9 @@ class WriterActor:
         self._out_broken = False
 
     def _emit(self, actor: str, kind: str, data: dict[str, Any]) -> None:
-        rec = self._rec
-        if rec is not None:
-            rec(self.id, actor, kind, data)
+        log = self._log
+        if log is not None:
+            log((self._clock(), self.id, actor, kind, data))
 
     async def _send(self, data: bytes, related: RequestId | None = None) -> None:
         # send_nowait when the mailbox has room: no scheduler round trip per message.
@@ -104,28 +103,49 @@ class WriterActor:
             waiting.set()
 
     async def _write(self, batch: list[Outgoing]) -> None:
-        """Write a batch (the caller holds the write token)."""
-        rec = self._rec
-        if rec is not None:
-            sid = self.id
-            log = self._log
-            if log is not None:
-                clock = self._clock
-                for m, rel in batch:
-                    log((clock(), sid, "writer", "message_out", m, rel))
-                self._tick()
-            else:
-                for m, rel in batch:
-                    rec(sid, "writer", "message_out", {"msg": m, "related": rel})
+        """Write a batch (the caller holds the write token).
+
+        Traced once written, each message as ``message_out`` with how many times the
+        transport's send yielded to the scheduler (what a replay's transport repeats);
+        a send that fails or is cancelled is traced as such, with the same count.
+        """
         if self._out_broken:
             return
+        log = self._log
+        if log is None:
+            try:
+                await self.transport.send(batch)
+            except TransportClosed as exc:
+                self._broke(exc)
+            return
+        task = trio.lowlevel.current_task()
+        node = current_node()
+        before = schedule_points(task)
+        if node is not None:
+            node.muted = True  # the transport's own reads are not the session's
         try:
             await self.transport.send(batch)
         except TransportClosed as exc:
-            self._out_broken = True
-            self.close_reason = self.close_reason or f"transport broke: {exc}"
-            self._emit("writer", "transport_broken", {"error": str(exc)})
-            self._reader_scope.cancel()
+            yields = schedule_points(task) - before
+            self._broke(exc, yields)
+            return
+        except BaseException:
+            self._emit("writer", "send_cancelled", {"yields": schedule_points(task) - before})
+            raise
+        finally:
+            if node is not None:
+                node.muted = False
+        yields = schedule_points(task) - before
+        sid = self.id
+        clock = self._clock
+        for m, rel in batch:
+            log((clock(), sid, "writer", "message_out", m, rel, yields))
+
+    def _broke(self, exc: TransportClosed, yields: int = 0) -> None:
+        self._out_broken = True
+        self.close_reason = self.close_reason or f"transport broke: {exc}"
+        self._emit("writer", "transport_broken", {"error": str(exc), "yields": yields})
+        self._reader_scope.cancel()
 
     async def _writer(self) -> None:
         recv = self._out_recv

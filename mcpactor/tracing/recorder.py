@@ -1,86 +1,92 @@
-"""Trace recorders: JSONL files (``--trace PATH``) and an in-memory list.
+"""Recording a Trio run's sessions: one :class:`Recorder` per run.
 
-The format is described in ``docs/trace-format.md``. Recording stays off the
-per-message path as far as it can: ``emit`` appends one tuple to a list (and sessions
-append their most frequent events themselves: :meth:`fast_log`); batches are
-numbered, redacted, encoded (:mod:`.encode`) and written elsewhere: by a background
-thread (:mod:`.writer`, ``writer="thread"``) or by a trace sink process shared by the
-whole process (:mod:`.sinkclient`, ``writer="process"``, which leaves this process one
-``marshal.dumps`` per 32 events). Messages arrive as
-:class:`~mcpactor.tracing.tracer.EncodedMessage` bytes and are embedded with
-``orjson.Fragment`` — never decoded and encoded again, unless they may hold a secret.
+A recorder is every followed session's tracer (their events), and it records what
+decided the run besides their inputs: the order of the followed tasks' steps with the
+loop's clock (:mod:`.schedule`) and the clock and entropy values the followed tasks read
+(:mod:`.entropy`). Everything is one stream of compact tuples, appended as it happens —
+the session's per-message cost is a ``list.append`` and a clock reading — and handed in
+chunks to an output (:mod:`.sinkclient`) that numbers, redacts, encodes and writes them
+elsewhere, without the event loop ever waiting for it.
+
+The file format is described in ``docs/trace-format.md``.
+
+.. code-block:: python
+
+    recorder = Recorder(TraceHeader(role="server", transport="stdio"), path="t.jsonl")
+    async with recorder.recording():      # inside trio.run
+        await server.serve(transport, tracer=recorder)
 """
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import attrs
-import orjson
 import trio
 
 from mcpactor import __version__ as _version
-from mcpactor.tracing.encode import (
-    Compact,
-    Record,
-    encode_block,
-    encode_events,
-    encode_records,
-    to_records,
+from mcpactor.tracing import entropy
+from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS
+from mcpactor.tracing.schedule import RecordingScheduler
+from mcpactor.tracing.seeds import clock_kind, fresh_seeds
+from mcpactor.tracing.sinkclient import (
+    DRAIN_TIMEOUT,
+    MemoryOutput,
+    ProcessOutput,
+    ThreadOutput,
+    open_output,
+    writer_mode,
 )
-from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS, Redactor
-from mcpactor.tracing.seeds import apply_seeds, clock_kind, fresh_seeds
-from mcpactor.tracing.writer import BackgroundWriter, TraceWriter, writer_mode
+from mcpactor.tracing.tasks import Node
+from mcpactor.tracing.tracer import Compact
 
 __all__ = [
     "TRACE_FORMAT",
     "TRACE_FORMAT_VERSION",
-    "JsonlRecorder",
     "MemoryRecorder",
+    "Recorder",
+    "RecordingError",
+    "Rotation",
     "TraceHeader",
-    "encode_events",
 ]
 
 TRACE_FORMAT = "mcpactor-trace"
-TRACE_FORMAT_VERSION = 1
-#: Hand a batch to the writer thread after this many events (the sink process: see
-#: _STAGED_BATCH_EVENTS) ...
-_BATCH_EVENTS = 256
-#: ... or after this many seconds of wall time, so a live trace is never far behind.
-_BATCH_SECONDS = 0.05
-#: ... which MCPACTOR_TRACE_FLUSH_SECONDS overrides (a malformed value is ignored). The
-#: instruction counts of benchmarks/instructions.py run the server 50 times slower under
-#: valgrind: there, batches must fill up as they do at full speed, not go every 50 ms.
-try:
-    _BATCH_SECONDS = max(0.0, float(os.environ.get("MCPACTOR_TRACE_FLUSH_SECONDS", "")))
-except ValueError:
-    pass
-#: ... or at once for these: rare events after which a session often goes quiet or dies
-#: (a process killed while draining must not take the story of its end with it).
-_URGENT = frozenset({
-    "transport_closed", "transport_broken", "draining", "cancel_applied", "handler_failed",
-    "actor_failed", "actor_stopped", "session_closed",
-})
+TRACE_FORMAT_VERSION = 2
+#: Hand the buffer on after this many records ...
+_CHUNK_EVENTS = 512
+#: ... or this many seconds after the last hand-over (checked by the flusher task).
+_CHUNK_SECONDS = 0.05
+_perf_ns = entropy.real("perf_counter_ns")
+_wall = entropy.real("time")
+
+
+class RecordingError(Exception):
+    """A recording cannot start: a bad path, or another recording in the same run."""
+
+
+@attrs.frozen
+class Rotation:
+    """When a whole-process trace starts its next segment: after ``max_bytes`` bytes or
+    ``max_seconds`` seconds (either; None: no limit)."""
+
+    max_bytes: int | None = None
+    max_seconds: float | None = None
 
 
 @attrs.frozen
 class TraceHeader:
-    """The first line of a trace: what is needed to replay the rest.
-
-    ``entry_point`` names the server code (``module:attr`` or ``path/file.py:attr``);
-    ``seeds`` are applied when recording starts (fresh ones by default);
-    ``redacted_keys`` are the keys whose values never reach the trace.
-    """
+    """What the first line of a trace says besides the clock: which side was recorded
+    (``role``), over which transport, the code behind it (``entry_point``, ``module:attr``
+    or ``path/file.py:attr``), the seed of the recorded tasks' :mod:`random` streams,
+    and the keys whose values never reach the file."""
 
     role: str
     transport: str
     entry_point: str | None = None
-    protocol_version: str | None = None
-    session: str | None = None
     seeds: dict[str, Any] = attrs.Factory(fresh_seeds)
     redacted_keys: list[str] = attrs.Factory(lambda: sorted(DEFAULT_REDACT_KEYS))
     #: (client traces) the connect options that shape the session besides the client
@@ -88,324 +94,282 @@ class TraceHeader:
     client_options: dict[str, Any] | None = None
 
     def to_json(self, clock: dict[str, Any]) -> dict[str, Any]:
-        """The header line's JSON object (``clock``: kind, origin, wall_origin)."""
+        """The header line's object (``clock``: kind, origin, wall_origin)."""
         extra = {} if self.client_options is None else {"client_options": self.client_options}
         return {
             "type": "header",
             "format": TRACE_FORMAT,
             "format_version": TRACE_FORMAT_VERSION,
             "mcpactor_version": _version,
-            "protocol_version": self.protocol_version,
             "role": self.role,
             "transport": self.transport,
             "entry_point": self.entry_point,
-            "session": self.session,
             "seeds": self.seeds,
             "clock": clock,
             "redacted_keys": list(self.redacted_keys),
+            "pid": os.getpid(),
             **extra,
         }
 
 
-def _in_trio() -> bool:
-    try:
-        trio.lowlevel.current_task()
-    except RuntimeError:
-        return False
-    return True
+class Recorder:
+    """Records the followed sessions of one Trio run (see the module).
 
-
-def _now() -> float:
-    try:
-        return trio.current_time()
-    except RuntimeError:
-        return time.monotonic()
-
-
-#: The type of Trio's default clock. It has no public name: should a Trio release move
-#: it, every clock is read through its own method, as any other clock is.
-_SYSTEM_CLOCK: type | None
-try:
-    from trio._core._run import SystemClock as _TrioSystemClock
-except ImportError:  # pragma: no cover - depends on Trio's internals
-    _SYSTEM_CLOCK = None
-else:
-    _SYSTEM_CLOCK = _TrioSystemClock
-#: Every this many events a recorder whose writer can encode ahead (the sink process's)
-#: hands them over to be encoded, and keeps only the bytes until the batch goes: the
-#: session pays for encoding in small steps rather than one long stall per batch.
-_STAGE_EVENTS = 32
-#: A batch for a writer that takes staged events: its encoding is spread over the stages
-#: already, so a batch only carries the hand-off's fixed costs (a pipe write, a wake-up
-#: of the sink, its answer), paid a quarter as often as with 256 (same-run A/B: 2-4
-#: points less recording cost).
-_STAGED_BATCH_EVENTS = 1024
-#: Kinds that complete the header (checked with one set lookup per event).
-_HEADER_KINDS = frozenset({"initialized", "session_started"})
-#: Kinds that need more than an append.
-_RARE = _URGENT | _HEADER_KINDS
-
-
-class _BufferedRecorder:
-    """Numbering, timing and batching shared by the recorders."""
+    ``path``: the trace file, or with ``split`` a folder that gets one file per session.
+    ``writer``: ``"process"`` (the trace sink process), ``"thread"``, or ``"memory"``
+    (:meth:`lines`); by default ``MCPACTOR_TRACE_WRITER``, else ``"process"``.
+    ``rotation`` starts a new segment of a whole-process file now and then.
+    Creating the recorder checks the path (a :class:`RecordingError` names the problem);
+    :meth:`recording` (or :meth:`start` and :meth:`aclose`) runs it inside ``trio.run``.
+    """
 
     def __init__(
         self,
         header: TraceHeader,
-        redact_keys: frozenset[str] | None,
-        wall_origin: float | None = None,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        split: bool = False,
+        writer: str | None = None,
+        redact_keys: frozenset[str] | None = None,
+        rotation: Rotation | None = None,
     ) -> None:
         keys = frozenset(header.redacted_keys) | (redact_keys or frozenset())
         self.header = attrs.evolve(header, redacted_keys=sorted(keys))
-        self.redactor = Redactor(keys)
-        #: Events not yet handed on, as :data:`Compact` tuples. One list for the
-        #: recorder's life (emptied in place): :meth:`fast_log` hands out its append.
+        self.mode = "memory" if writer == "memory" or path is None else writer_mode(writer)
+        self.path = None if path is None else Path(path)
+        self.split = split
+        self.rotation = rotation or Rotation()
+        if self.path is not None:
+            _check_path(self.path, split)
         self._events: list[Compact] = []
-        self._staged = 0  # events handed to the writer ahead of their batch (_stage)
-        self._batch_events = _BATCH_EVENTS
-        #: Events numbered so far and handed on: the next in _events is number _base + 1.
-        self._base = 0
-        self._wall_origin = wall_origin
-        self._origin = 0
-        self._clock: dict[str, Any] = {}
-        # Until the clock starts, reading it starts it (and reads 0): emit() never has to
-        # ask whether the clock runs. Readings are integer nanoseconds.
-        self._time: Callable[[], int] = self._first_time
-        if _in_trio():
-            self._start_clock()
-        self._header_done = False
-        #: Batches may be handed on: the header is complete (or written).
-        self._ready = header.protocol_version is not None
-        self._last_handoff = time.monotonic()
+        #: Append one record (the session's per-message call: a C function).
+        self.log: Callable[[Compact], None] = self._events.append
+        self._base = 0  # records handed on so far
+        self._output: ProcessOutput | ThreadOutput | MemoryOutput | None = None
+        self._scheduler: RecordingScheduler | None = None
+        self._started = False
         self._closed = False
+        self._last_handoff = 0
+        self._flusher: trio.CancelScope | None = None
+        self._seed = str(self.header.seeds.get("random"))
 
-    def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
-        """Record one event (see :class:`mcpactor.tracing.Tracer`).
+    @classmethod
+    def at(cls, path: str | os.PathLike[str], header: TraceHeader, *,
+           rotation: Rotation | None = None, writer: str | None = None) -> Recorder:
+        """A recorder for ``path`` as ``--trace`` takes it: a folder (one that exists,
+        or a path ending in ``/``) gets one file per session; anything else is the file
+        of a whole-process trace."""
+        text = os.fspath(path)
+        split = text.endswith(("/", os.sep)) or os.path.isdir(text)
+        return cls(header, text, split=split, rotation=rotation, writer=writer)
 
-        ``data`` is kept as it is, not copied: callers pass a fresh dict per event.
-        """
-        if self._closed:
+    # -- the tracer interface -----------------------------------------------------------
+
+    def clock(self) -> int:
+        """The trace's clock, in nanoseconds."""
+        return _perf_ns()
+
+    def session_closed(self, session: str) -> None:
+        """A followed session ended: in a per-session recording, its file is complete."""
+        if self._output is not None and self.split and not self._closed:
+            self.handoff()
+            self._output.session_closed(session)
+
+    # -- lifetime -----------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def recording(self) -> AsyncIterator[Recorder]:
+        """Record for the duration of the block (inside ``trio.run``)."""
+        self.start()
+        try:
+            yield self
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.aclose()
+
+    def start(self) -> None:
+        """Start recording in the current Trio run: the schedule hooks, the entropy
+        capture, the header. Raises :class:`RecordingError` if another recording runs."""
+        if self._started:
             return
+        scheduler = RecordingScheduler(self.log, self._after_batch, self._next_seq)
+        if not scheduler.install():
+            raise RecordingError(
+                "cannot record this Trio run: another recording is running in it, or this "
+                f"Trio ({trio.__version__}) lacks the internals the recorder hooks into")
+        self._scheduler = scheduler
+        self._started = True
+        clock = trio.lowlevel.current_clock()
+        self._origin = _perf_ns()
+        clock_info = {"kind": clock_kind(), "origin": clock.current_time(),
+                      "origin_ns": self._origin, "wall_origin": _wall()}
+        seed = self.header.seeds.get("random")
+        if isinstance(seed, int):
+            # Code that bound random's functions before the capture (``from random import
+            # random`` in a module imported earlier) draws from the global generator.
+            entropy.global_random().seed(seed)
+        spec = {
+            "path": str(self.path.resolve()) if self.path is not None else "<memory>",
+            "split": self.split,
+            "header": self.header.to_json(clock_info),
+            "origin": self._origin,
+            "keys": list(self.header.redacted_keys),
+            "rotate_bytes": self.rotation.max_bytes,
+            "rotate_seconds": self.rotation.max_seconds,
+        }
+        self._output = MemoryOutput(spec) if self.mode == "memory" else open_output(spec, self.mode)
+        entropy.activate(self)
+        self._last_handoff = _perf_ns()
+        trio.lowlevel.spawn_system_task(self._flush_task, name="mcpactor-trace-flusher")
+
+    async def aclose(self) -> None:
+        """Stop recording: hand the rest on and wait (without blocking the loop, within
+        a bound) for the output to take it."""
+        if self._closed or not self._started:
+            self._closed = True
+            return
+        self._stop()
+        assert self._output is not None
+        await self._output.drain(DRAIN_TIMEOUT)
+
+    def close(self) -> None:
+        """Stop recording now (the output finishes on its own: the sink process, or the
+        writer thread, or at this process's exit)."""
+        if self._closed or not self._started:
+            self._closed = True
+            return
+        self._stop()
+
+    def _stop(self) -> None:
+        self._closed = True
+        entropy.deactivate(self)
+        if self._scheduler is not None:
+            self._scheduler.uninstall()
+        if self._flusher is not None:
+            self._flusher.cancel()
+        self.handoff()
+        assert self._output is not None
+        self._output.close()
+        # A session still running logs into a list nobody reads.
+        self._events = []
+        self.log = self._events.append
+
+    # -- handing on ---------------------------------------------------------------------
+
+    def _next_seq(self) -> int:
+        return self._base + len(self._events) + 1
+
+    def _after_batch(self) -> None:
+        if len(self._events) >= _CHUNK_EVENTS:
+            self.handoff()
+
+    def handoff(self) -> None:
+        """Hand the buffered records to the output (never waits)."""
         events = self._events
-        # Numbers and times are worked out when the events are handed on (_records):
-        # here, one clock read in integer nanoseconds (a first read sets the origin).
-        events.append((self._time(), session, actor, kind, data))
-        # A batch is handed on at 256 events (1,024 staged), at once after an urgent kind,
-        # and after _BATCH_SECONDS; the wall clock is read every 32 events only (a clock
-        # read per event would cost more than the event). One set lookup covers the rare
-        # kinds.
-        if kind in _RARE or not len(events) & 31:
-            if kind in _HEADER_KINDS:
-                self._header_event(session, kind, data)
-            self._maybe_flush(kind)
+        n = len(events)
+        if not n or self._output is None:
+            return
+        # Worker threads may append meanwhile: only the first n are taken.
+        chunk = events[:n]
+        del events[:n]
+        first = self._base + 1
+        self._base += n
+        self._last_handoff = _perf_ns()
+        self._output.submit(first, chunk)
 
-    def fast_log(self) -> tuple[Callable[[Compact], None], Callable[[], int]] | None:
-        """The per-message fast path, for a session's most frequent events: ``(log,
-        clock)``, where ``log((clock(), session, actor, kind, data))`` records an event as
-        ``emit`` would, without a Python call of its own (both are C functions on Trio's
-        system clock). Only for kinds that need nothing but an append (not the header or
-        urgent kinds); the caller calls :meth:`tick` now and then (after each message).
-        None when closed. Starts the clock.
-        """
-        if self._closed:
-            return None
-        if self._time == self._first_time:
-            self._start_clock()
-        return self._events.append, self._time
+    async def _flush_task(self) -> None:
+        # Hands the buffer on when the run goes quiet (a batch hands it on when it is
+        # large), and writes out what the sink's pipe could not take at once.
+        with trio.CancelScope() as scope:
+            self._flusher = scope
+            virtual = clock_kind() == "virtual"
+            while True:
+                output = self._output
+                if isinstance(output, ProcessOutput) and output.pending:
+                    with trio.move_on_after(_CHUNK_SECONDS):
+                        await trio.lowlevel.wait_writable(output.fd)
+                    output.pump()
+                elif virtual:
+                    # Under a virtual clock a periodic sleep would move time on forever.
+                    await trio.sleep_forever()
+                else:
+                    await trio.sleep(_CHUNK_SECONDS)
+                if self._events and _perf_ns() - self._last_handoff >= _CHUNK_SECONDS * 1e9:
+                    self.handoff()
 
-    def tick(self) -> None:
-        """Let events recorded through :meth:`fast_log` be handed on, as ``emit`` does
-        every 32 events."""
-        if len(self._events) >= _STAGE_EVENTS and not self._closed:
-            self._maybe_flush("")
+    # -- the entropy capture ------------------------------------------------------------
 
-    def _maybe_flush(self, kind: str) -> None:
-        n = len(self._events)
-        if n + self._staged >= self._batch_events:
-            self.flush()
-        elif self._ready and (
-            kind in _URGENT or (
-                not n & 31 and time.monotonic() - self._last_handoff >= _BATCH_SECONDS)
-        ):
-            # Held back until the protocol version is known (it is negotiated a few events
-            # in), unless the batch grows large first.
-            self.flush()
-        elif n >= _STAGE_EVENTS and self._stage(self._events, self._base + 1, self._origin):
-            self._staged += n
-            self._base += n
-            self._events.clear()
-            self._batch_events = _STAGED_BATCH_EVENTS
+    def value(self, node: Node, source: str, real: Callable[..., Any], *args: Any) -> Any:
+        """A followed task reads ``source``: the real value, logged."""
+        v = real(*args)
+        if not node.muted:
+            self._events.append((0, None, None, "read", node.id, source, v))
+        return v
 
-    def _stage(self, events: list[Compact], first_seq: int, origin: int) -> bool:
-        """Have ``events`` (numbered from ``first_seq``, timed from ``origin``) taken
-        ahead of their batch; False: they stay here."""
-        return False
+    def seed_for(self, node: Node) -> str:
+        """``node``'s :mod:`random` stream's seed: the trace's, and the task's name."""
+        return f"{self._seed}:{node.name}"
 
-    def _records(self) -> list[Record]:
-        """The events not yet handed on, numbered and timed; the buffer is emptied."""
-        events = self._events
-        records = to_records(events, self._base + 1, self._origin)
-        self._base += len(events)
-        events.clear()
-        return records
+    # -- results ------------------------------------------------------------------------
 
-    def _header_event(self, session: str, kind: str, data: dict[str, Any]) -> None:
-        if kind == "initialized" and self.header.protocol_version is None:
-            self.header = attrs.evolve(self.header, protocol_version=data.get("protocol_version"))
-            self._ready = self._header_done or self.header.protocol_version is not None
-        elif kind == "session_started" and self.header.session is None:
-            self.header = attrs.evolve(self.header, session=session)
+    @property
+    def lost(self) -> int:
+        """Records dropped because the output fell behind (0 normally)."""
+        return 0 if self._output is None else self._output.lost
 
-    def _first_time(self) -> int:
-        self._start_clock()
-        return self._origin
+    @property
+    def writer(self) -> str:
+        """Which output writes: ``process``, ``thread`` or ``memory``."""
+        out = self._output
+        if isinstance(out, ProcessOutput):
+            return "thread" if out.in_process else "process"
+        return "memory" if isinstance(out, MemoryOutput) or self.mode == "memory" else "thread"
 
-    def _start_clock(self) -> None:
-        # Times count from the recorder's creation inside a Trio run, or from its first
-        # event when it was made outside one (its clock may be a MockClock). The clock's
-        # own method is kept: trio.current_time() walks three layers on every call.
-        origin: float
-        if not _in_trio():
-            self._time = time.monotonic_ns
-            self._origin = self._time()
-            origin = self._origin / 1e9
-        else:
-            clock = trio.lowlevel.current_clock()
-            origin = clock.current_time()
-            if type(clock) is _SYSTEM_CLOCK:
-                # Trio's own clock is perf_counter() plus a constant: reading
-                # perf_counter_ns directly saves a Python call per event, and differences
-                # from the origin are the same. The header keeps the Trio reading.
-                self._time = time.perf_counter_ns
-            else:
-                read = clock.current_time
-                self._time = lambda: round(read() * 1e9)
-            self._origin = self._time()
-        wall = time.time() if self._wall_origin is None else self._wall_origin
-        self._clock = {"kind": clock_kind(), "origin": origin, "wall_origin": wall}
+    def lines(self) -> list[bytes]:
+        """(Memory recordings) every line so far, the header first."""
+        if not isinstance(self._output, MemoryOutput):
+            raise RecordingError("only an in-memory recording keeps its lines")
+        if not self._closed:
+            self.handoff()
+        return self._output.lines()
 
     @property
     def last_seq(self) -> int:
-        """The sequence number of the latest event (0 before the first)."""
+        """The number of the latest record (0 before the first)."""
         return self._base + len(self._events)
 
-    def _take(self) -> tuple[list[bytes], list[Record]]:
-        prefix: list[bytes] = []
-        if not self._header_done:
-            self._header_done = self._ready = True
-            if not self._clock:
-                self._start_clock()
-            prefix.append(orjson.dumps(self.header.to_json(self._clock)))
-        events = self._records()
-        self._staged = 0
-        self._last_handoff = time.monotonic()
-        return prefix, events
 
-    def flush(self) -> None:
-        """Hand buffered events to the output."""
-
-    def close(self) -> None:
-        """Flush and stop recording."""
-        if not self._closed:
-            self.flush()
-            self._closed = True
-            # A fast_log handed out appends to the old list, which nothing reads now.
-            self._events = []
+def _check_path(path: Path, split: bool) -> None:
+    # Fail at once, with the reason, rather than in the writer later.
+    try:
+        if split:
+            if path.exists() and not path.is_dir():
+                raise RecordingError(f"{path} is a file: a recording of one file per session "
+                                     "takes a folder")
+            path.mkdir(parents=True, exist_ok=True)
+            if not os.access(path, os.W_OK):
+                raise RecordingError(f"{path}: the folder is not writable")
+        else:
+            if path.is_dir():
+                raise RecordingError(f"{path} is a folder: a whole-process trace is a file "
+                                     "(pass a folder for one file per session)")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "ab"):
+                pass
+    except OSError as exc:
+        raise RecordingError(f"{path}: cannot write the trace: {exc.strerror or exc}") from None
 
 
-class JsonlRecorder(_BufferedRecorder):
-    """Writes a trace to ``path`` as JSON Lines: a header, then one event per line.
+class MemoryRecorder(Recorder):
+    """A recording kept in memory (tests): ``lines()``, ``events()``."""
 
-    Creating the recorder applies the header's seeds (fresh ones unless given), so the
-    recorded run and its replays share Trio's scheduling seed and ``random``'s state.
-    ``redact_keys`` adds secret keys to the defaults. ``writer`` chooses who encodes and
-    writes: ``"thread"`` (a background thread of this process) or ``"process"`` (the trace
-    sink process, falling back to a thread if it cannot start or dies); by default the
-    ``MCPACTOR_TRACE_WRITER`` environment variable, else ``"thread"``. Both write the
-    same bytes; :attr:`writer` tells which one is in use.
-    """
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        header: TraceHeader,
-        *,
-        redact_keys: frozenset[str] | None = None,
-        apply_header_seeds: bool = True,
-        writer: str | None = None,
-    ) -> None:
-        mode = writer_mode(writer)
-        super().__init__(header, redact_keys)
-        if apply_header_seeds:
-            apply_seeds(self.header.seeds)
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Opened here in either mode, so that a bad path fails the caller right away.
-        file = open(self.path, "wb")
-        self._writer: TraceWriter
-        if mode == "process":
-            try:
-                from mcpactor.tracing.sinkclient import open_process_writer
-            except ImportError:  # no fcntl/select on pipes (Windows): the thread writes
-                pw = None
-            else:
-                pw = open_process_writer(self.path, self.redactor.keys)
-            if pw is not None:
-                file.close()
-                self._writer, self.writer = pw, "process"
-                return
-        redactor = self.redactor
-        self._writer = BackgroundWriter(file, lambda events: encode_block(events, redactor))
-        self.writer = "thread"
-
-    def _stage(self, events: list[Compact], first_seq: int, origin: int) -> bool:
-        return self._writer.stage(events, first_seq, origin)
-
-    def flush(self) -> None:
-        """Hand buffered events to the writer."""
-        if self._events and self._staged and self._stage(
-                self._events, self._base + 1, self._origin):
-            # The rest of a staged batch goes the way the others went.
-            self._base += len(self._events)
-            self._events.clear()
-        staged = self._staged
-        prefix, events = self._take()
-        if prefix or events or staged:
-            self._writer.submit(prefix, events)
-
-    def close(self) -> None:
-        """Flush, wait until the writer has written everything, close the file."""
-        if not self._closed:
-            super().close()
-            self._writer.close()
-
-
-class MemoryRecorder(_BufferedRecorder):
-    """Keeps the trace in memory as JSON lines (tests, the replayer's output stream).
-
-    ``wall_origin`` fixes the header's wall-clock origin (the replayer passes the
-    recorded one so that its output is byte-identical from run to run).
-    """
-
-    def __init__(
-        self,
-        header: TraceHeader | None = None,
-        *,
-        redact_keys: frozenset[str] | None = None,
-        wall_origin: float | None = None,
-    ) -> None:
-        super().__init__(
-            header or TraceHeader(role="unknown", transport="memory"), redact_keys, wall_origin
-        )
-        self.lines: list[bytes] = []
-
-    def flush(self) -> None:
-        """Encode buffered events into :attr:`lines` (synchronously)."""
-        prefix, events = self._take()
-        self.lines.extend(prefix)
-        self.lines.extend(encode_records(events, self.redactor))
+    def __init__(self, header: TraceHeader | None = None, *,
+                 redact_keys: frozenset[str] | None = None) -> None:
+        super().__init__(header or TraceHeader(role="unknown", transport="memory"),
+                         writer="memory", redact_keys=redact_keys)
 
     def events(self) -> list[dict[str, Any]]:
-        """Every event so far, decoded (the header excluded)."""
-        self.flush()
-        return [e for e in map(orjson.loads, self.lines) if e.get("type") != "header"]
+        """Every record so far, decoded (the header excluded)."""
+        import orjson
+
+        return [e for e in map(orjson.loads, self.lines()) if e.get("type") != "header"]

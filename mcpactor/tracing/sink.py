@@ -1,310 +1,359 @@
-"""The trace sink process: ``python -m mcpactor.tracing.sink NONCE``.
+"""Writing trace files: numbering, redaction, encoding, one file or one per session,
+rotation — and the trace sink process that does it out of the recording process.
 
-One per recording process (:mod:`.sinkclient` starts it), writing every trace file of
-that process, so that redaction, encoding and file I/O cost the recording process
-nothing but one ``marshal.dumps`` per few dozen events and a pipe write per batch.
+:class:`SinkCore` turns chunks of compact events (:mod:`.tracer`) into trace lines and
+writes them. It runs in the trace sink process (``python -m mcpactor.tracing.sink``,
+fed by :mod:`.sinkclient`), in a writer thread of the recording process where no
+process can be started, or synchronously for an in-memory trace. It knows nothing of
+Trio.
 
-Protocol. Frames on stdin: ``<op:u8><channel:u32><length:u32>`` then ``length`` bytes.
+A recording is either one file for the whole process (every session, interleaved as
+they ran: ``split: false``) or one file per session (``split: true``, in a folder,
+``<session id>.jsonl``). In a per-session file, the schedule records keep that
+session's tasks only, and every line is numbered within the file. A whole-process file
+may rotate (``rotate_bytes``, ``rotate_seconds``): the next segment, named by the time
+it starts, says in its header which segment came before; a replay reads them all, from
+the first.
 
-- ``OPEN``: JSON ``{"path": ..., "keys": [...]}``: append a trace to ``path`` (which the
-  recording process has already created empty), redacting ``keys``;
-- ``RECORDS``: a batch as typed parts, written in order: ``<parts:u32>``, the parts'
-  lengths (native u32s), then the parts, each a type byte and its bytes:
-
-  - ``L``: complete lines, written as they are (the header; lines the recording
-    process encoded itself);
-  - ``C``: events as the recorder buffers them (:data:`.encode.Compact`),
-    ``marshal``-ed with the number of the first and the clock's origin: this process
-    numbers, times, redacts and encodes them (:func:`.encode.encode_block`), so that
-    the recording process pays one C call per few dozen events;
-  - ``D``: events the recording process encoded itself, because ``marshal`` cannot
-    carry their data (objects of other classes): ``<json length:u32><lines:u32>
-    <blobs:u32><flags:u32>`` (``FREE_TEXT``: an event other than a message event may
-    hold free text), the JSON array of events (each the object its line will be,
-    ``{"seq", "t", "session", "actor", "kind", ...data}``, with a bare newline item
-    after each), the blob lengths (native u32s), then the blobs: first ``lines``
-    already-encoded lines, then the bytes of every traced message, in the order the
-    JSON refers to them. A message stands in the JSON as the string
-    ``"\\u0000" + NONCE``: carried beside the JSON rather than inside it, it reaches
-    the file as the exact bytes that crossed the wire (decoding would lose their
-    spacing). A part with nothing to redact is written by splicing bytes: the messages
-    put where the marker stands, the separators turned into line ends; only one that
-    may hold a secret (or a message holding a line break) is decoded and encoded
-    again. Unless ``FREE_TEXT`` is set, the secret scan reads only the messages: every
-    other field is then one the runtime wrote (ids, kinds, counters, outcomes);
-- ``CLOSE``: write nothing more, close the file.
-
-Answers on stdout, one JSON array per line: ``["A", channel, size, learned, error]``
-after each batch is written (``size``: the file's size; ``learned``: secrets the
-redactor learned from the batch, so that the recording process can carry on without
-leaking them should this process die) and ``["C", channel, size, error]`` once a file
-is closed; ``["E", channel, -1, error]`` when a file cannot be opened (the recording
-process then writes it, and ignores the channel's later answers). At the end of stdin (the recording process has exited or died) every file is
-closed and the process exits. Redaction and line format are :mod:`.encode`'s, as for
-every other writer.
+The sink's input is a stream of frames: a type byte, a channel number and a length
+(:data:`FRAME`), then the body. ``O`` opens a channel (a JSON spec), ``C`` carries a
+chunk (``marshal`` of ``(first_seq, events)``), ``S`` says a session ended (its id),
+``E`` ends the channel. The sink never answers: the recording process does not wait
+for it (see :mod:`.sinkclient`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import marshal
 import os
-import signal
 import struct
 import sys
-from array import array
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
-from mcpactor.tracing.encode import (
-    Record,
-    encode_block,
-    encode_compact,
-    has_line_break,
-    to_records,
-)
+from mcpactor.tracing.encode import encode_events, to_event
 from mcpactor.tracing.redact import Redactor
-from mcpactor.tracing.tracer import EncodedMessage
 
-#: Frame ops (2 was a single batch of the ``D`` form, before ``RECORDS``).
-OP_OPEN, OP_CLOSE, OP_RECORDS = 1, 3, 4
-FRAME = struct.Struct("<BII")
-BATCH = struct.Struct("<IIII")
-COUNT = struct.Struct("<I")
-#: A ``D`` part flag: some event other than a message event may hold free text.
-FREE_TEXT = 1
+__all__ = ["FRAME", "MemoryFiles", "SinkCore", "main"]
+
+#: Frame header: type (1 byte), channel, body length.
+FRAME = struct.Struct("<cII")
+OP_OPEN, OP_CHUNK, OP_SESSION, OP_END = b"O", b"C", b"S", b"E"
 
 
-class _Trace:
-    """One trace file being written."""
+class _File:
+    """One trace file being written: its header, numbering and size."""
 
-    def __init__(self, path: str, keys: list[str]) -> None:
-        self.file: IO[bytes] = open(path, "ab")
-        self.redactor = Redactor(frozenset(keys))
-        self.learned = 0
+    def __init__(self, stream: IO[bytes], name: str, header: dict[str, Any] | None,
+                 seq: int = 0) -> None:
+        self.stream = stream
+        self.name = name
+        self.seq = seq
+        self.size = 0
+        self.started = time.monotonic()
+        if header is not None:
+            self.write([orjson.dumps(header)])
 
-    def write(self, lines: list[bytes], block: bytes) -> tuple[int, list[str]]:
-        if lines:
-            block = b"\n".join(lines) + b"\n" + block
-        if block:
-            self.file.write(block)
-            self.file.flush()
-        learned = self.redactor.learned
-        new, self.learned = learned[self.learned :], len(learned)
-        return self.file.tell(), new
+    def write(self, lines: list[bytes]) -> None:
+        if not lines:
+            return
+        data = b"\n".join(lines) + b"\n"
+        self.stream.write(data)
+        self.size += len(data)
 
-
-def _parts(body: bytes) -> tuple[bytes, list[bytes], list[bytes], int]:
-    # A D part's event array, header lines, messages and flags.
-    json_len, n_lines, n_blobs, flags = BATCH.unpack_from(body)
-    pos = BATCH.size
-    payload = body[pos : pos + json_len]
-    pos += json_len
-    lengths = array("I")
-    lengths.frombytes(body[pos : pos + 4 * n_blobs])
-    pos += 4 * n_blobs
-    blobs: list[bytes] = []
-    for n in lengths:
-        blobs.append(body[pos : pos + n])
-        pos += n
-    return payload, blobs[:n_lines], blobs[n_lines:], flags
+    def close(self) -> None:
+        try:
+            self.stream.close()
+        except OSError:
+            pass
 
 
-def splice_block(body: bytes, marker: str) -> tuple[list[bytes], bytes | None, bytes]:
-    """The header lines of a ``D`` part; its events as the lines to write, each ending
-    in a newline, made by putting the messages where the marker stands — or None when
-    that cannot give the right lines (a message holding a line break, a marker that is
-    not one of ours): then :func:`decode_batch` and the encoder; and what the secret
-    scan must read: the whole block, or only the messages when the body says that
-    nothing else can hold free text."""
-    payload, lines, messages, flags = _parts(body)
-    if payload == b"[]":
-        return lines, b"", b""
-    # Every pass over the bytes counts here: one-byte membership tests (memchr) are
-    # nearly free, anything else costs about a nanosecond a byte.
-    everything = b"".join(messages)
-    if has_line_break(everything):
-        return lines, None, b""  # a raw line break inside a message: re-encode it
-    # [A,\n,B,\n] -> A\nB, on the events alone: the separators can only stand between
-    # events (see encode.EVENT_SEPARATOR).
-    pieces = payload[1:-3].replace(b",\n,", b"\n").split(orjson.dumps(marker))
-    if len(pieces) != len(messages) + 1:
-        return lines, None, b""
-    joined: list[bytes] = [pieces[0]]
-    add = joined.append
-    for message, piece in zip(messages, pieces[1:], strict=True):
-        add(message)
-        add(piece)
-    add(b"\n")
-    block = b"".join(joined)
-    return lines, block, block if flags & FREE_TEXT else everything
+class MemoryFiles:
+    """An in-memory stand-in for the file system (``SinkCore(..., files=...)``)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, list[bytes]] = {}
+
+    def open(self, name: str) -> IO[bytes]:
+        """A new in-memory file named ``name``."""
+        lines: list[bytes] = []
+        self.files[name] = lines
+        return _MemoryStream(lines)  # type: ignore[return-value]
 
 
-def decode_batch(body: bytes, marker: str) -> tuple[list[bytes], list[Record]]:
-    """The header lines and the records of a ``D`` part, messages as bytes (under
-    ``msg``) or EncodedMessage (anywhere else)."""
-    payload, lines, messages, _ = _parts(body)
-    # [A,\n,B,\n] -> [A,B]: the separators only ever stand between events.
-    events = orjson.loads(payload[:-3].replace(b",\n,", b",") + b"]" if payload != b"[]"
-                          else payload)
-    records: list[Record] = []
-    it = iter(messages)
-    for ev in events:
-        seq, t, session, actor, kind = (ev.pop("seq"), ev.pop("t"), ev.pop("session"),
-                                        ev.pop("actor"), ev.pop("kind"))
-        if messages:
-            # Messages are under ``msg`` in every event the runtime emits: look there
-            # first; anything else takes the full walk.
-            if ev.get("msg") == marker:
-                ev["msg"] = next(it)  # bytes: an encoded message, as emitted
-            else:
-                ev = _replace_all(ev, marker, it)
-        records.append((seq, t, session, actor, kind, ev))
-    return lines, records
+class _MemoryStream:
+    def __init__(self, lines: list[bytes]) -> None:
+        self._lines = lines
+
+    def write(self, data: bytes) -> int:
+        self._lines.extend(data.splitlines())
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
-def _replace_all(value: Any, marker: str, messages: Any) -> Any:
-    # Depth first, in order: the order in which orjson met the messages when encoding.
-    if isinstance(value, dict):
-        return {k: _replace_all(v, marker, messages) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_replace_all(v, marker, messages) for v in value]
-    if value.__class__ is str and value == marker:
-        return EncodedMessage(next(messages))
-    return value
+def _open_file(name: str) -> IO[bytes]:
+    return open(name, "wb")
 
 
-def split_parts(body: bytes) -> list[bytes]:
-    """The parts of a ``RECORDS`` body, each still led by its type byte."""
-    (count,) = COUNT.unpack_from(body)
-    lengths = array("I")
-    lengths.frombytes(body[COUNT.size : COUNT.size + 4 * count])
-    pos = COUNT.size + 4 * count
-    parts: list[bytes] = []
-    for n in lengths:
-        parts.append(body[pos : pos + n])
-        pos += n
-    return parts
+class SinkCore:
+    """Encodes and writes one recording (see the module). ``spec`` keys: ``path`` (the
+    file, or the folder with ``split``), ``split``, ``header`` (the header's object),
+    ``origin`` (the clock reading, in ns, that event times count from), ``keys``
+    (redacted keys), ``rotate_bytes``, ``rotate_seconds``."""
+
+    def __init__(self, spec: dict[str, Any],
+                 files: Callable[[str], IO[bytes]] | None = None) -> None:
+        self.path = str(spec["path"])
+        self.split = bool(spec.get("split"))
+        self.header = dict(spec["header"])
+        self.origin = int(spec.get("origin", 0))
+        self.redactor = Redactor(frozenset(spec.get("keys") or ()))
+        self.rotate_bytes: int | None = spec.get("rotate_bytes")
+        self.rotate_seconds: float | None = spec.get("rotate_seconds")
+        self._open = files or _open_file
+        #: Take over files another writer began (a trace sink that died): keep what they
+        #: hold up to their last complete line, and go on from there.
+        self.resume = bool(spec.get("resume"))
+        self._files: dict[str, _File] = {}
+        #: task id -> session id, from the schedule's ``new`` names.
+        self._task_session: dict[int, str] = {}
+        self._segment = 0
+        self._whole: _File | None = None
+        self._all_names: set[str] = set()
+        if not self.split:
+            self._whole = self._new_segment(None)
+
+    # -- files --------------------------------------------------------------------------
+
+    def _segment_name(self) -> str:
+        if self.rotate_bytes is None and self.rotate_seconds is None:
+            return self.path
+        p = Path(self.path)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        name = p.with_name(f"{p.stem}-{stamp}{p.suffix or '.jsonl'}")
+        n = 1
+        while str(name) in self._taken():
+            n += 1
+            name = p.with_name(f"{p.stem}-{stamp}-{n}{p.suffix or '.jsonl'}")
+        return str(name)
+
+    def _taken(self) -> set[str]:
+        return {f.name for f in self._files.values()} | self._all_names
+
+    def _new_segment(self, previous: _File | None) -> _File:
+        if self.resume and previous is None and os.path.exists(self.path):
+            stream, last = _reopen(self.path)
+            self._segment = 1
+            self._all_names = self._all_names | {self.path}
+            return _File(stream, self.path, None, last)
+        self._segment += 1
+        name = self._segment_name()
+        header = dict(self.header, scope="process", segment=self._segment,
+                      previous=Path(previous.name).name if previous is not None else None)
+        f = _File(self._open(name), name, header)
+        if previous is not None:
+            f.seq = previous.seq
+        self._all_names = self._all_names | {name}
+        return f
+
+    def _session_file(self, sid: str) -> _File:
+        f = self._files.get(sid)
+        if f is None:
+            name = os.path.join(self.path, f"{sid}.jsonl")
+            if self.resume and os.path.exists(name):
+                stream, last = _reopen(name)
+                f = self._files[sid] = _File(stream, name, None, last)
+                return f
+            header = dict(self.header, scope="session", session=sid, segment=1, previous=None)
+            f = self._files[sid] = _File(self._open(name), name, header)
+        return f
+
+    # -- input --------------------------------------------------------------------------
+
+    def chunk(self, first_seq: int, events: list[Any]) -> None:
+        """Encode and write ``events``, numbered from ``first_seq`` (whole-process) or
+        within each file (per session)."""
+        if not events:
+            return
+        records = [to_event(e, first_seq + i, self.origin) for i, e in enumerate(events)]
+        if not self.split:
+            assert self._whole is not None
+            gap = first_seq - self._whole.seq - 1
+            if gap > 0 and self.resume:
+                # What the writer before this one never wrote.
+                self._whole.write([orjson.dumps({
+                    "kind": "trace_truncated", "first": self._whole.seq + 1, "lost": gap,
+                    "reason": "the trace writer before this one stopped"})])
+            self._whole.write(encode_events(records, self.redactor))
+            self._whole.seq = records[-1]["seq"]
+            self._whole.stream.flush()
+            self._maybe_rotate()
+            return
+        per: dict[str, list[dict[str, Any]]] = {}
+        for rec in records:
+            for sid, part in self._route(rec):
+                per.setdefault(sid, []).append(part)
+        for sid, recs in per.items():
+            f = self._session_file(sid)
+            for rec in recs:
+                if rec["kind"] == "trace_truncated":
+                    # How many of this session's events were lost is not known.
+                    rec["first"], rec["lost"] = f.seq + 1, None
+                    continue
+                f.seq += 1
+                rec["seq"] = f.seq
+            f.write(encode_events(recs, self.redactor))
+            f.stream.flush()
+
+    def _route(self, rec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        # Which session files a record goes to, and as what.
+        kind = rec["kind"]
+        if kind == "sched":
+            for tid, name in (rec.get("new") or {}).items():
+                self._task_session[int(tid)] = str(name).split("/", 1)[0]
+            per: dict[str, dict[str, Any]] = {}
+            for tid in rec["run"]:
+                sid = self._task_session.get(tid)
+                if sid is None:
+                    continue
+                part = per.get(sid)
+                if part is None:
+                    part = per[sid] = {"seq": 0, "kind": "sched", "now": rec["now"], "run": []}
+                part["run"].append(tid)
+                name = (rec.get("new") or {}).get(str(tid))
+                if name is not None:
+                    part.setdefault("new", {})[str(tid)] = name
+            return list(per.items())
+        if kind == "read":
+            sid = self._task_session.get(rec["task"])
+            return [] if sid is None else [(sid, rec)]
+        if kind == "trace_truncated":
+            return [(sid, dict(rec)) for sid in self._files]
+        sid = rec.get("session")
+        return [] if sid is None else [(str(sid), rec)]
+
+    def _maybe_rotate(self) -> None:
+        f = self._whole
+        if f is None:
+            return
+        if (self.rotate_bytes is not None and f.size >= self.rotate_bytes) or (
+                self.rotate_seconds is not None
+                and time.monotonic() - f.started >= self.rotate_seconds):
+            f.close()
+            self._whole = self._new_segment(f)
+
+    def session_closed(self, sid: str) -> None:
+        """``sid`` ended: its file (per-session recordings) is complete."""
+        f = self._files.pop(sid, None)
+        if f is not None:
+            f.close()
+
+    def close(self) -> None:
+        """Close every file."""
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+        if self._whole is not None:
+            self._whole.close()
+            self._whole = None
+
+    @property
+    def file_names(self) -> list[str]:
+        """The files written so far (segments and per-session files)."""
+        return sorted(self._all_names | {f.name for f in self._files.values()})
 
 
-def records_body(parts: list[bytes]) -> bytes:
-    """A ``RECORDS`` body of ``parts`` (each led by its type byte)."""
-    return b"".join([COUNT.pack(len(parts)), array("I", map(len, parts)).tobytes(), *parts])
+def _reopen(name: str) -> tuple[IO[bytes], int]:
+    # Cut a partly written last line; the seq of the last complete one (0: header only).
+    stream = open(name, "r+b")
+    data = stream.read()
+    end = data.rfind(b"\n") + 1
+    stream.truncate(end)
+    stream.seek(end)
+    last = 0
+    for line in reversed(data[:end].splitlines()):
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("seq"), int):
+            last = obj["seq"]
+            break
+        if isinstance(obj, dict) and obj.get("kind") == "trace_truncated":
+            last = int(obj.get("first", 1)) + int(obj.get("lost", 0)) - 1
+            break
+    return stream, last
 
 
-def compact_records(part: bytes) -> list[Record]:
-    """The events of a ``C`` part (without its type byte) as records."""
-    first_seq, origin, events = marshal.loads(part)
-    return to_records(events, first_seq, origin)
-
-
-def compact_block(part: bytes, redactor: Redactor) -> bytes:
-    """The lines to write for a ``C`` part (without its type byte)."""
-    first_seq, origin, events = marshal.loads(part)
-    return encode_compact(events, first_seq, origin, redactor)
-
-
-def decode_parts(body: bytes, marker: str) -> list[tuple[list[bytes], list[Record]]]:
-    """A ``RECORDS`` body as (lines, records) pieces in order: what a writer taking over
-    from the sink must write (lines are complete lines, without their newline)."""
-    pieces: list[tuple[list[bytes], list[Record]]] = []
-    for part in split_parts(body):
-        kind, data = part[:1], part[1:]
-        if kind == b"L":
-            pieces.append((data[:-1].split(b"\n") if data else [], []))
-        elif kind == b"C":
-            pieces.append(([], compact_records(data)))
-        else:
-            pieces.append(decode_batch(data, marker))
-    return pieces
-
-
-def _write_parts(trace: _Trace, body: bytes, marker: str) -> tuple[int, list[str]]:
-    blocks: list[bytes] = []
-    for part in split_parts(body):
-        kind, data = part[:1], part[1:]
-        if kind == b"L":
-            blocks.append(data)
-        elif kind == b"C":
-            blocks.append(compact_block(data, trace.redactor))
-        elif kind == b"D":
-            lines, block, scan = splice_block(data, marker)
-            if block is None or trace.redactor.batch_might_hold_secret(scan):
-                lines, records = decode_batch(data, marker)
-                block = encode_block(records, trace.redactor)
-            if lines:
-                blocks.append(b"\n".join(lines) + b"\n")
-            blocks.append(block)
-        else:
-            raise ValueError(f"unknown part type {kind!r}")
-    return trace.write([], b"".join(blocks))
+def serve(inp: IO[bytes], err: IO[str]) -> None:
+    """Read frames from ``inp`` until it ends; each channel's recording is written by a
+    :class:`SinkCore` of its own. A channel that fails is reported on ``err`` and its
+    later frames are dropped; the others go on."""
+    cores: dict[int, SinkCore] = {}
+    broken: set[int] = set()
+    while True:
+        head = _read(inp, FRAME.size)
+        if head is None:
+            break
+        op, channel, length = FRAME.unpack(head)
+        body = _read(inp, length)
+        if body is None:
+            break
+        if channel in broken:
+            continue
+        try:
+            if op == OP_OPEN:
+                cores[channel] = SinkCore(orjson.loads(body))
+            elif op == OP_CHUNK:
+                first_seq, events = marshal.loads(body)
+                cores[channel].chunk(first_seq, events)
+            elif op == OP_SESSION:
+                cores[channel].session_closed(body.decode())
+            elif op == OP_END:
+                core = cores.pop(channel, None)
+                if core is not None:
+                    core.close()
+        except Exception as exc:  # one recording's failure must not end the others
+            broken.add(channel)
+            core = cores.pop(channel, None)
+            if core is not None:
+                core.close()
+            print(f"mcpactor trace sink: recording {channel} stopped: "
+                  f"{type(exc).__name__}: {exc}", file=err, flush=True)
+    for core in cores.values():
+        core.close()
 
 
 def _read(stream: IO[bytes], n: int) -> bytes | None:
-    data = stream.read(n)
-    return data if len(data) == n else None
-
-
-def serve(inp: IO[bytes], out: IO[bytes], nonce: str) -> None:
-    """Write traces as ``inp`` says until it ends; answer on ``out``."""
-    marker = "\x00" + nonce
-    traces: dict[int, _Trace] = {}
-    errors: dict[int, str] = {}
-    try:
-        while (head := _read(inp, FRAME.size)) is not None:
-            op, channel, length = FRAME.unpack(head)
-            body = _read(inp, length)
-            if body is None:
-                break
-            reply: list[Any] | None = None
-            try:
-                if op == OP_OPEN:
-                    spec = orjson.loads(body)
-                    try:
-                        traces[channel] = _Trace(spec["path"], spec["keys"])
-                    except OSError as exc:  # the recording process writes this one
-                        reply = ["E", channel, -1, repr(exc)]
-                elif op == OP_RECORDS:
-                    size, learned = _write_parts(traces[channel], body, marker)
-                    reply = ["A", channel, size, learned, errors.pop(channel, None)]
-                elif op == OP_CLOSE:
-                    trace = traces.pop(channel)
-                    size = trace.file.tell()
-                    trace.file.close()
-                    reply = ["C", channel, size, errors.pop(channel, None)]
-            except Exception as exc:  # one bad batch or file must not end the others
-                errors[channel] = repr(exc)
-                if op == OP_RECORDS:
-                    reply = ["A", channel, -1, [], errors.pop(channel)]
-                elif op == OP_CLOSE:
-                    traces.pop(channel, None)
-                    reply = ["C", channel, -1, errors.pop(channel)]
-            if reply is not None:
-                out.write(orjson.dumps(reply) + b"\n")
-                out.flush()
-    finally:
-        for trace in traces.values():
-            trace.file.close()
+    data = b""
+    while len(data) < n:
+        more = stream.read(n - len(data))
+        if not more:
+            return None
+        data += more
+    return data
 
 
 def main(argv: list[str]) -> int:
-    """Entry point: ``argv[1]`` is the nonce of the message marker."""
-    # Ctrl-C reaches the whole foreground process group; the recording process decides
-    # when this one ends (by closing its stdin), after its last events are written.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Recording must not take CPU from the process it records: run in the gaps it
-    # leaves (when there are none, the recorder's bounded backlog makes it wait).
-    # SCHED_IDLE where there is one (Linux): it never preempts a normal task on waking,
-    # which a merely niced process still does.
+    """``python -m mcpactor.tracing.sink``: serve frames from stdin until it ends."""
     try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        # Below the server it records, not starved: a sink at idle priority fell
+        # minutes behind on a busy two-core machine.
+        os.nice(10)
     except (AttributeError, OSError):
-        with contextlib.suppress(OSError):
-            os.nice(10)
-    serve(sys.stdin.buffer, sys.stdout.buffer, argv[1])
+        pass
+    serve(sys.stdin.buffer, sys.stderr)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    raise SystemExit(main(sys.argv[1:]))

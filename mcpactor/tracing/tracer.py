@@ -1,24 +1,30 @@
-"""The one tracing interface the session layer talks to."""
+"""The one tracing interface the session layer talks to.
+
+A tracer takes events as compact tuples, appended as they happen:
+``(clock(), session, actor, kind, *values)``. The recorders' ``log`` is a bare
+``list.append`` (a C call: the per-message cost of recording is an append and a clock
+reading); the replay's matcher, which must see each event as it happens, has a Python
+``log`` that compares it at once. Both take the same tuples, so every call site has one
+path: ``if log is not None: log((...))``.
+
+The values follow the kind: for the kinds in :data:`FLAT_FIELDS`, the values of those
+keys in that order; for any other kind, one dict (the event's keys). Records the
+scheduler and the entropy capture add (``sched``, ``read``, ...) start with 0 and no
+session or actor: their fields are described in ``docs/trace-format.md``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
-#: One event as a recorder buffers it: the clock's reading in integer nanoseconds,
-#: session, actor, kind, then the data. Numbered, and timed from the recorder's origin,
-#: only when handed on (:func:`mcpactor.tracing.encode.to_records`): an append is all the
-#: session pays at the event. The data is a dict (``emit``'s form, five items), or, for
-#: the four events every request makes, its values in a fixed order (:data:`FLAT_FIELDS`):
-#: no dict to build here, none to carry to the trace sink and rebuild there.
+#: One event as a tracer takes it (see the module).
 Compact = tuple[Any, ...]
 
-#: The flat forms of :data:`Compact`: for each kind, the keys of the values that follow
-#: the kind, in the order of the event's line. ``message_in``'s ``buffered`` is a flag
-#: that the line carries only when it is true.
+#: For each flat kind, the keys of the values that follow the kind, in the order of the
+#: event's line: the events of every message and every request.
 FLAT_FIELDS: dict[str, tuple[str, ...]] = {
-    "message_in": ("msg", "buffered"),
-    "message_out": ("msg", "related"),
+    "message_in": ("msg", "yields"),
+    "message_out": ("msg", "related", "yields"),
     "handler_started": ("id", "method"),
     "handler_finished": ("id", "outcome", "suppressed"),
 }
@@ -42,38 +48,18 @@ class EncodedMessage:
 
 
 class Tracer(Protocol):
-    """Receives trace events. Implementations must be cheap and must never raise:
-    they are called on the per-message path of every session.
+    """Receives trace events (see the module). Implementations must be cheap and must
+    never raise: ``log`` is called on the per-message path of every session."""
 
-    ``kind`` is one of the kinds listed in ``docs/trace-format.md``; ``actor`` names the
-    actor of the session tree that saw the event; ``data`` is JSON-ready except that
-    messages are already-encoded JSON: ``bytes`` (what the session passes: the exact
-    bytes received or sent) or :class:`EncodedMessage` values.
-    """
-
-    def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
-        """Record one event."""
+    def log(self, event: Compact, /) -> None:
+        """Append one event: ``(clock(), session, actor, kind, *values)``."""
         ...
 
-    def close(self) -> None:
-        """Flush and release resources; later events are ignored."""
+    def clock(self) -> int:
+        """A reading of the trace's clock, in integer nanoseconds (the first item of an
+        event)."""
         ...
 
-
-class FastTracer(Tracer, Protocol):
-    """A tracer with a fast path for the events of every message (the recorders).
-
-    The session asks once, when it starts, and then records its message and handler
-    events with ``log((clock(), session, actor, kind, data))`` — two C calls, no Python
-    frame — calling ``tick()`` after each message so that the buffer is handed on.
-    Tracers that must see each event as it happens (the replay's matcher) do not offer
-    it, and get ``emit``.
-    """
-
-    def fast_log(self) -> tuple[Callable[[Compact], None], Callable[[], int]] | None:
-        """``(log, clock)``, or None to be called through ``emit``."""
-        ...
-
-    def tick(self) -> None:
-        """Events were logged: hand them on if it is time."""
+    def session_closed(self, session: str) -> None:
+        """``session`` has ended (a recorder writing one file per session closes it)."""
         ...

@@ -10,6 +10,7 @@ from mcpactor.transports.security import LOCAL_HOSTS
 
 if TYPE_CHECKING:
     from mcpactor.auth.resource_server import ResourceServer
+    from mcpactor.tracing.tracer import Tracer
 
 __all__ = ["HttpOptions"]
 
@@ -50,8 +51,11 @@ class HttpOptions:
     legacy_sse: bool = True
     sse_path: str = "/sse"
     messages_path: str = "/messages/"
-    #: A folder: one JSONL trace file per session.
-    trace_dir: str | None = None
-    entry_point: str | None = None
+    #: The recording every session's events go to (a running
+    #: :class:`mcpactor.tracing.Recorder`; None: no trace). While recording, each POST's
+    #: messages reach the session through its reader, as on every other transport,
+    #: rather than being routed in the POST's own task: the recording follows the
+    #: session's tasks, not the HTTP server's.
+    tracer: Tracer | None = None
     #: [auth] OAuth 2.1 resource server protecting the endpoints (mcpactor.auth).
     auth: ResourceServer | None = None

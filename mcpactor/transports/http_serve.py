@@ -12,6 +12,7 @@ from mcpactor.transports.security import LOCAL_HOSTS
 
 if TYPE_CHECKING:
     from mcpactor.server.app import Server
+    from mcpactor.tracing.tracer import Tracer
     from mcpactor.transports.http_server import McpHttpApp
 
 __all__ = ["HTTP_SERVERS", "serve_app", "serve_http"]
@@ -27,7 +28,7 @@ async def serve_http(
     host: str = "127.0.0.1",
     port: int = 8000,
     path: str = "/mcp",
-    trace: str | None = None,
+    tracer: Tracer | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
     quiet: bool = False,
     http_server: str = "h11",
@@ -36,7 +37,8 @@ async def serve_http(
     """Serve ``server`` over Streamable HTTP (and legacy HTTP+SSE) until cancelled.
 
     ``http_server``: ``"h11"`` (our lean server, the default) or ``"hypercorn"``.
-    ``options`` are :class:`HttpOptions` fields. With ``nursery.start`` the task status
+    ``tracer``: a running recording (:class:`mcpactor.tracing.Recorder`) that every
+    session's events go to. ``options`` are :class:`HttpOptions` fields. With ``nursery.start`` the task status
     is the endpoint URL (useful with ``port=0``). Only loopback names and ``host`` are
     accepted in ``Host``/``Origin`` unless ``allowed_hosts``/``allowed_origins`` say
     otherwise (a server on 0.0.0.0 must list the names it is reached by).
@@ -46,7 +48,7 @@ async def serve_http(
         options["allowed_hosts"] = LOCAL_HOSTS | {host.lower(), f"[{host.lower()}]"}
     from mcpactor.transports.http_server import HttpOptions, McpHttpApp
 
-    app = McpHttpApp(server, HttpOptions(path=path, trace_dir=trace, **options))
+    app = McpHttpApp(server, HttpOptions(path=path, tracer=tracer, **options))
     await serve_app(
         app, host=host, port=port, quiet=quiet, server=http_server, task_status=task_status
     )

@@ -15,7 +15,6 @@ nothing a client sends produces a traceback.
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -44,7 +43,6 @@ from mcpactor.transports.sse_pump import PumpOptions, pump_stream
 
 if TYPE_CHECKING:
     from mcpactor.server.app import Server
-    from mcpactor.tracing.tracer import Tracer
     from mcpactor.transports.event_store import Stream
 
 log = logging.getLogger("mcpactor.http")
@@ -99,19 +97,6 @@ class McpHttpApp:
         if self.sessions.get(hs.id) is hs:
             del self.sessions[hs.id]
 
-    def _tracer(self, sid: str) -> Tracer | None:
-        if self.options.trace_dir is None:
-            return None
-        from mcpactor.tracing.recorder import JsonlRecorder, TraceHeader
-
-        os.makedirs(self.options.trace_dir, exist_ok=True)
-        path = os.path.join(self.options.trace_dir, f"{sid}.jsonl")
-        return JsonlRecorder(
-            path,
-            TraceHeader(role="server", transport="http", entry_point=self.options.entry_point,
-                        session=sid),
-        )
-
     async def start_session(
         self, mode: str, *, drop_ids: frozenset[Any] = frozenset(), resumable: bool = True
     ) -> HttpSession:
@@ -119,11 +104,13 @@ class McpHttpApp:
         if self._nursery is None:
             raise RuntimeError("McpHttpApp.run() is not running")
         sid = new_session_id()
+        tracer = self.options.tracer
         hs = HttpSession(
             sid, mode=mode, max_events=self.options.max_events,
             max_in_flight=self.options.max_in_flight, drop_ids=drop_ids, resumable=resumable,
+            queued=tracer is not None,
         )
-        hs.session = self.server.new_session(hs.transport, tracer=self._tracer(sid), session_id=sid)
+        hs.session = self.server.new_session(hs.transport, tracer=tracer, session_id=sid)
         if self.options.auth is not None:
             self.options.auth.bind(hs.session)  # [auth] the principal owns the session
         await self._nursery.start(self._run_session, hs)

@@ -86,6 +86,7 @@ class HttpSession:
         max_in_flight: int = 64,
         drop_ids: frozenset[RequestId] = frozenset(),
         resumable: bool = True,
+        queued: bool = False,
     ) -> None:
         self.id = session_id
         #: Whether a client can resume this session's streams (not in stateless mode).
@@ -102,7 +103,7 @@ class HttpSession:
         self.last_activity = trio.current_time()
         self.ended = False
         #: Set by the standalone-stream owner so a new GET can replace it.
-        self.transport = HttpSessionTransport(self)
+        self.transport = HttpSessionTransport(self, queued=queued)
 
     # -- bookkeeping ------------------------------------------------------------------
 
@@ -199,41 +200,64 @@ class HttpSession:
 
 
 class HttpSessionTransport(Transport):
-    """The :class:`Transport` between a Session and the HTTP layer."""
+    """The :class:`Transport` between a Session and the HTTP layer.
+
+    Inbound, each POST's body is handed over with :meth:`deliver`. By default the
+    session takes it in the POST's own task (``Session.feed``: no queue, no hop through
+    the reader). ``queued`` (a recorded session) puts it in a queue that the session's
+    reader takes it from, as it does on every other transport: a recording follows the
+    session's tasks, and a replay feeds that reader.
+    """
 
     name = "http"
 
-    def __init__(self, owner: HttpSession) -> None:
+    def __init__(self, owner: HttpSession, *, queued: bool = False) -> None:
         self.owner = owner
-        # No queue: deliver() feeds the session directly; this only tells the session's
-        # reader that input has ended (an Event is a fraction of a channel's memory,
-        # which counts with thousands of idle sessions).
+        # Unqueued, this only tells the session's reader that input has ended (an Event
+        # is a fraction of a channel's memory, which counts with thousands of idle
+        # sessions).
         self._input_ended = trio.Event()
         self._closed = False
+        self._inbox: trio.MemorySendChannel[bytes] | None = None
+        self._outbox: trio.MemoryReceiveChannel[bytes] | None = None
+        if queued:
+            self._inbox, self._outbox = trio.open_memory_channel[bytes](owner.max_in_flight)
 
     async def deliver(
         self, data: bytes, on_block: Callable[[], None] | None = None,
         parsed: Message | Invalid | Batch | None = None,
     ) -> None:
-        """Hand one inbound message (a POST body) to the session, in the POST's task.
+        """Hand one inbound message (a POST body) to the session.
 
-        Every message goes this way (never through :meth:`receive`), so the session
-        sees them in delivery order; it waits only when the session is at its limit
-        of concurrent requests (backpressure on the POST). ``on_block``: a lone
-        request's handler runs in this task; ``parsed``: the message, already parsed
-        (see :meth:`Session.feed`).
+        Every message goes this way, so the session sees them in delivery order; it
+        waits only when the session is at its limit of concurrent requests
+        (backpressure on the POST). ``on_block``: a lone request's handler runs in this
+        task; ``parsed``: the message, already parsed (see :meth:`Session.feed`).
+        Queued, the message waits for the reader instead (and ``on_block`` is unused).
         """
         session = self.owner.session
         if self._closed or session is None:
             raise TransportClosed("the session is closed")
+        if self._inbox is not None:
+            try:
+                await self._inbox.send(data)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                raise TransportClosed("the session is closed") from None
+            return
         try:
             await session.feed(data, on_block, parsed)
         except ConnectionClosed:
             raise TransportClosed("the session is closed") from None
 
     async def receive(self) -> bytes | Oversize:
-        """Nothing arrives here (see :meth:`deliver`): the reader waits until the
-        session is being closed, then gets EndOfChannel."""
+        """Queued: the next delivered message. Otherwise nothing arrives here (see
+        :meth:`deliver`): the reader waits until the session is being closed, then gets
+        EndOfChannel."""
+        if self._outbox is not None:
+            try:
+                return await self._outbox.receive()
+            except trio.ClosedResourceError:
+                raise trio.EndOfChannel from None
         await self._input_ended.wait()
         raise trio.EndOfChannel
 
@@ -253,12 +277,18 @@ class HttpSessionTransport(Transport):
         if self._closed:
             return
         self._closed = True
-        self._input_ended.set()
+        self._end()
         self.owner.finish()
 
     def end_input(self) -> None:
         """Close the inbound side: the session sees end of input and winds down."""
+        self._end()
+
+    def _end(self) -> None:
         self._input_ended.set()
+        if self._inbox is not None:
+            # The reader takes what was delivered before, then sees the end.
+            self._inbox.close()
 
     def info(self) -> dict[str, Any]:
         """Debug snapshot."""

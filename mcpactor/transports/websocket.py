@@ -8,7 +8,6 @@ Host and Origin are checked like on HTTP (browsers can open WebSockets to localh
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,6 +23,7 @@ from mcpactor.transports.security import LOCAL_HOSTS, OriginPolicy
 
 if TYPE_CHECKING:
     from mcpactor.server.app import Server
+    from mcpactor.tracing.tracer import Tracer
 
 log = logging.getLogger("mcpactor.ws")
 
@@ -94,14 +94,15 @@ async def serve_websocket(
     host: str = "127.0.0.1",
     port: int = 8000,
     path: str = "/mcp",
-    trace: str | None = None,
+    tracer: Tracer | None = None,
     allowed_hosts: frozenset[str] = LOCAL_HOSTS,
     allowed_origins: frozenset[str] | None = None,
     quiet: bool = False,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
     **_ignored: Any,
 ) -> None:
-    """Serve ``server`` over WebSocket until cancelled; task status: the ``ws://`` URL."""
+    """Serve ``server`` over WebSocket until cancelled; task status: the ``ws://`` URL.
+    ``tracer``: a running recording that every session's events go to."""
     policy = OriginPolicy(allowed_hosts, allowed_origins)
 
     async def handler(request: WebSocketRequest) -> None:
@@ -118,15 +119,6 @@ async def serve_websocket(
             return
         ws = await request.accept(subprotocol=SUBPROTOCOL)
         sid = new_session_id()
-        tracer = None
-        if trace is not None:
-            from mcpactor.tracing.recorder import JsonlRecorder, TraceHeader
-
-            os.makedirs(trace, exist_ok=True)
-            tracer = JsonlRecorder(
-                os.path.join(trace, f"{sid}.jsonl"),
-                TraceHeader(role="server", transport="ws", session=sid),
-            )
         try:
             await server.serve(WebSocketTransport(ws), tracer=tracer, session_id=sid)
         except Exception:

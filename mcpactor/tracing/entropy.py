@@ -1,0 +1,241 @@
+"""Clocks, entropy and ``random`` as the followed tasks see them, recorded and replayed.
+
+While a capture is active (a recording, or a replay), the standard library's sources of
+nondeterminism are routed through it for the tasks a trace follows
+(:mod:`mcpactor.tracing.tasks`), and for the worker threads those tasks start with
+``trio.to_thread.run_sync`` (Trio copies the task's context into the thread):
+
+- wall and monotonic clocks: ``time.time``, ``time.time_ns``, ``time.monotonic``,
+  ``time.monotonic_ns``, ``time.perf_counter``, ``time.perf_counter_ns``, and
+  ``datetime.datetime.now``/``utcnow``/``today`` and ``datetime.date.today`` (derived
+  from ``time.time``);
+- entropy: ``os.urandom`` and with it ``uuid.uuid4``, and ``random.SystemRandom`` and
+  with it :mod:`secrets`;
+- :mod:`random`'s module functions: each followed task draws from a stream of its own,
+  seeded from the trace's seed and the task's name, so what one task draws does not
+  depend on how others interleave with it (a trace of one session replays alone).
+
+A recording logs every value a followed task reads from the first two groups (``read``
+records: the task, the source, the value); a replay hands the same values back, in the
+same order, to the same task. Everything else — untraced code, the runtime's own tasks
+— gets the real thing.
+
+The functions are swapped on the modules (``time.time`` and so on), so code that looks
+them up when it calls them is covered, wherever it was imported. A name bound before the
+swap (``from time import time`` in a module imported earlier) keeps the original:
+``mcpactor run --trace`` and ``mcpactor replay`` install the swap before they import the
+server. The swap stays for the life of the process once made; with no capture active
+the replacements call the originals.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from mcpactor.tracing.tasks import TRACK, Node
+
+__all__ = [
+    "Capture", "activate", "deactivate", "global_random", "install", "installed", "real",
+    "stream_for",
+]
+
+#: Sources whose values are recorded (``read`` records) and replayed.
+CLOCK_SOURCES = ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter",
+                 "perf_counter_ns")
+ENTROPY_SOURCES = ("urandom",)
+
+_real: dict[str, Callable[..., Any]] = {name: getattr(time, name) for name in CLOCK_SOURCES}
+_real["urandom"] = os.urandom
+_real_random_urandom: Callable[[int], bytes] = random._urandom  # type: ignore[attr-defined]
+_RealDatetime = _dt.datetime
+_RealDate = _dt.date
+
+
+class Capture(Protocol):
+    """What the swapped functions talk to while active: a recording or a replay."""
+
+    def value(self, node: Node, source: str, real: Callable[..., Any], *args: Any) -> Any:
+        """The value ``node``'s task reads from ``source`` (``real(*args)`` live)."""
+        ...
+
+    def seed_for(self, node: Node) -> str:
+        """The seed of ``node``'s :mod:`random` stream."""
+        ...
+
+
+_active: Capture | None = None
+_lock = threading.Lock()
+_installed = False
+
+
+def activate(capture: Capture) -> None:
+    """Route the followed tasks' reads through ``capture`` (one at a time per process)."""
+    global _active
+    install()
+    _active = capture
+
+
+def deactivate(capture: Capture) -> None:
+    """Stop routing through ``capture`` (if it is the active one)."""
+    global _active
+    if _active is capture:
+        _active = None
+
+
+def _node() -> Node | None:
+    # The followed task running now, or whose worker thread this is. In the Trio thread a
+    # node belongs to the running task only once the scheduler hook has seen it (a new
+    # task first carries its parent's node); in a worker thread the node is the one of the
+    # task that started the thread, which waits meanwhile.
+    node = TRACK.get()
+    if node is None or node.task is None:
+        return None
+    return node
+
+
+def _read(source: str, *args: Any) -> Any:
+    capture = _active
+    real = _real[source]
+    if capture is None:
+        return real(*args)
+    node = _node()
+    if node is None:
+        return real(*args)
+    return capture.value(node, source, real, *args)
+
+
+def _swapped(source: str) -> Callable[..., Any]:
+    def read(*args: Any) -> Any:
+        return _read(source, *args)
+
+    read.__name__ = source
+    read.__qualname__ = source
+    read.__doc__ = _real[source].__doc__
+    return read
+
+
+def _system_urandom(n: int) -> bytes:
+    return _read("urandom", n)
+
+
+class _DatetimeMeta(type):
+    # isinstance() and issubclass() answer for the real class: a real datetime made
+    # elsewhere is still a datetime.datetime after the swap.
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, _RealDatetime)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, _RealDatetime)
+
+
+class _DateMeta(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, _RealDate)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, _RealDate)
+
+
+class CapturedDatetime(_RealDatetime, metaclass=_DatetimeMeta):
+    """``datetime.datetime`` whose ``now``/``utcnow``/``today`` read ``time.time`` (so a
+    capture sees them); they return real ``datetime`` objects."""
+
+    @classmethod
+    def now(cls, tz: _dt.tzinfo | None = None) -> _RealDatetime:  # type: ignore[override]
+        """The current local time, or in ``tz``."""
+        return _RealDatetime.fromtimestamp(_read("time"), tz)
+
+    @classmethod
+    def utcnow(cls) -> _RealDatetime:  # type: ignore[override]
+        """The current UTC time, naive (as the real ``utcnow``)."""
+        return _RealDatetime.fromtimestamp(_read("time"), _dt.UTC).replace(tzinfo=None)
+
+    @classmethod
+    def today(cls) -> _RealDatetime:  # type: ignore[override]
+        """Same as ``now()``."""
+        return _RealDatetime.fromtimestamp(_read("time"))
+
+
+class CapturedDate(_RealDate, metaclass=_DateMeta):
+    """``datetime.date`` whose ``today`` reads ``time.time``."""
+
+    @classmethod
+    def today(cls) -> _RealDate:  # type: ignore[override]
+        """The current local date."""
+        return _RealDate.fromtimestamp(_read("time"))
+
+
+# -- random: one stream per followed task --------------------------------------------
+
+_RANDOM_FUNCTIONS = (
+    "random", "uniform", "randint", "randrange", "choice", "choices", "sample", "shuffle",
+    "getrandbits", "randbytes", "gauss", "normalvariate", "lognormvariate", "expovariate",
+    "vonmisesvariate", "gammavariate", "betavariate", "paretovariate", "weibullvariate",
+    "triangular", "binomialvariate", "seed", "getstate", "setstate",
+)
+_global_random: random.Random = random._inst
+
+
+def stream_for(node: Node, capture: Capture) -> random.Random:
+    """``node``'s own :class:`random.Random`, made on first use."""
+    rng = node.rng
+    if rng is None:
+        rng = node.rng = random.Random(capture.seed_for(node))
+    assert isinstance(rng, random.Random)
+    return rng
+
+
+def _random_swapped(name: str) -> Callable[..., Any]:
+    original = getattr(_global_random, name)
+
+    def draw(*args: Any, **kwargs: Any) -> Any:
+        capture = _active
+        if capture is not None:
+            node = _node()
+            if node is not None:
+                return getattr(stream_for(node, capture), name)(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    draw.__name__ = name
+    draw.__qualname__ = name
+    draw.__doc__ = original.__doc__
+    return draw
+
+
+def global_random() -> random.Random:
+    """The generator behind :mod:`random`'s module functions (untraced code's)."""
+    return _global_random
+
+
+def install() -> None:
+    """Swap the functions on their modules (once per process; idempotent)."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        for source in CLOCK_SOURCES:
+            setattr(time, source, _swapped(source))
+        os.urandom = _swapped("urandom")
+        random._urandom = _system_urandom  # type: ignore[attr-defined]
+        for name in _RANDOM_FUNCTIONS:
+            if hasattr(_global_random, name):
+                setattr(random, name, _random_swapped(name))
+        _dt.datetime = CapturedDatetime  # type: ignore[misc]
+        _dt.date = CapturedDate  # type: ignore[misc]
+        _installed = True
+
+
+def installed() -> bool:
+    """Whether the swap has been made in this process."""
+    return _installed
+
+
+def real(source: str) -> Callable[..., Any]:
+    """The original function behind ``source`` (the runtime's own clocks use these)."""
+    return _real[source]

@@ -1,0 +1,125 @@
+"""Which Trio tasks a trace follows, and the names that identify them across runs.
+
+A recording follows the tasks that run MCP sessions and the code they call: each
+session's actor tree (its supervisor, reader, writer, notifier and one task per
+request) and every task those spawn, however deep (a handler's own nursery included).
+The transports' tasks (an HTTP connection, a WebSocket's reader, the trace writer's
+own) are not followed: a replay puts a replay transport in their place.
+
+Identity is a :class:`Node` held in a context variable. Trio copies the spawning task's
+context into every new task, so a child first carries its parent's node; the first time
+the scheduler hook sees the child (:func:`classify`), it gets a node of its own, named
+after its parent and the order in which the parent spawned it (``<sid>/3/1``: the first
+task spawned by the third task the session's supervisor spawned). That order is
+deterministic in a replay that runs the same steps in the same order, so the same task
+gets the same name live and replayed. A root (a session's supervisor) is named by the
+code that starts it (:func:`spawn_root`): the session id.
+
+Pure bookkeeping on top of :mod:`contextvars`; the scheduler hooks that call
+:func:`classify` live in :mod:`mcpactor.tracing.schedule` and the replayer.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import trio
+
+__all__ = [
+    "TRACK", "Node", "classify", "current_node", "schedule_points", "spawn_root", "untracked",
+]
+
+
+class Node:
+    """One followed task: its name, the task once known, and its spawn counter.
+
+    ``rng``: the task's own :mod:`random` stream, made on its first draw
+    (:mod:`mcpactor.tracing.entropy`); ``id``: the number the recording gave it;
+    ``muted``: see below.
+    """
+
+    __slots__ = ("id", "kids", "muted", "name", "rng", "session", "task")
+
+    def __init__(self, name: str, session: str, task: Any = None) -> None:
+        self.name = name
+        self.session = session
+        self.task = task
+        self.kids = 0
+        self.id = 0
+        self.rng: Any = None
+        #: While true (the task is inside a transport's receive or send, which a replay
+        #: replaces), its clock and entropy reads are not the session's and are not logged.
+        self.muted = False
+
+    def __repr__(self) -> str:
+        return f"Node({self.name!r})"
+
+
+#: The node of the task running now (or of its parent, until the hook has seen it).
+TRACK: contextvars.ContextVar[Node | None] = contextvars.ContextVar("mcpactor_track", default=None)
+
+
+def classify(task: Any) -> Node | None:
+    """The node of ``task``, giving it one of its own the first time it is seen; None for
+    a task the trace does not follow. Called by the scheduler hooks for every runnable
+    task, in the order the tasks became runnable, which for new tasks is spawn order."""
+    node = task.context.get(TRACK)
+    if node is None or node.task is task:
+        return node
+    if node.task is None:
+        # A root made by spawn_root(): its first step.
+        node.task = task
+        return node
+    node.kids += 1
+    child = Node(f"{node.name}/{node.kids}", node.session, task)
+    task.context.run(TRACK.set, child)
+    return child
+
+
+def current_node() -> Node | None:
+    """The node of the running task, if the trace follows it (and the hook has seen it)."""
+    node = TRACK.get()
+    if node is None:
+        return None
+    try:
+        task = trio.lowlevel.current_task()
+    except RuntimeError:
+        return None
+    return node if node.task is task else None
+
+
+def spawn_root(
+    nursery: trio.Nursery, name: str, session: str, fn: Callable[..., Awaitable[Any]], *args: Any
+) -> None:
+    """Start ``fn(*args)`` as a followed root task named ``name`` (a session's supervisor).
+
+    The node rides in the context the new task copies; the caller's own context is left
+    as it was.
+    """
+    token = TRACK.set(Node(name, session))
+    try:
+        nursery.start_soon(fn, *args, name=f"mcpactor:{name}")
+    finally:
+        TRACK.reset(token)
+
+
+@contextmanager
+def untracked() -> Iterator[None]:
+    """Tasks spawned inside this block are not followed even when the spawning task is:
+    for transport machinery started from a session's task (an HTTP answer), which a
+    replay replaces."""
+    token = TRACK.set(None)
+    try:
+        yield
+    finally:
+        TRACK.reset(token)
+
+
+def schedule_points(task: Any) -> int:
+    """How many times ``task`` has yielded to the scheduler (Trio's own count): the
+    difference around a transport's receive or send is what a replay repeats."""
+    points: int = task._schedule_points
+    return points

@@ -1,0 +1,35 @@
+"""The clocks and entropy a replayed task reads: the recorded values, in order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcpactor.tracing.tasks import Node
+
+from .scheduler import MISSING, Scheduler
+
+
+class ReplayCapture:
+    """The :class:`mcpactor.tracing.entropy.Capture` of a replay: a followed task gets
+    back what it read live (see :meth:`Scheduler.read`); anything else gets the real
+    value."""
+
+    def __init__(self, scheduler: Scheduler, seed: Any) -> None:
+        self._scheduler = scheduler
+        self._seed = str(seed)
+
+    def value(self, node: Node, source: str, real: Callable[..., Any], *args: Any) -> Any:
+        """The recorded value of ``source`` for ``node``'s task."""
+        if node.muted or self._scheduler.free:
+            return real(*args)
+        value = self._scheduler.read(node, source)
+        if value is MISSING:
+            return real(*args)
+        if source == "urandom":
+            return bytes.fromhex(value)
+        return value
+
+    def seed_for(self, node: Node) -> str:
+        """The seed of ``node``'s :mod:`random` stream (as the recording's)."""
+        return f"{self._seed}:{node.name}"

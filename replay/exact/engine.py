@@ -1,0 +1,108 @@
+"""``replay_exact``: one deterministic re-execution of a version-2 trace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from mcpactor.tracing import entropy
+
+from ..model import ReplayOptions, ReplayResult
+from ..trace import Trace
+from .capture import ReplayCapture
+from .driver import Driver
+from .matcher import ExactMatcher
+from .scheduler import ReplayClock, Scheduler
+
+
+def replay_exact(trace: Trace, subject: Any, options: ReplayOptions) -> ReplayResult:
+    """Re-execute ``trace`` against ``subject`` (a freshly loaded server, or client
+    script), following its recorded schedule, clocks and entropy (see
+    :mod:`replay.exact`). One run: the schedule leaves nothing to search for."""
+    box: dict[str, Any] = {}
+    scheduler = Scheduler(trace, on_diverge=lambda reason: None,
+                          stall_seconds=options.grace)
+    trio.run(_main, trace, subject, options, scheduler, box, clock=ReplayClock(scheduler))
+    matcher: ExactMatcher = box["matcher"]
+    return ReplayResult(
+        divergence=matcher.divergence,
+        reproduced=matcher.reproduced,
+        total=matcher.until_index,
+        virtual_seconds=round(scheduler.now - float(
+            (trace.header.get("clock") or {}).get("origin", 0.0)), 9),
+        output=(_header_line(trace), *matcher.output),
+        attempts=1,
+        steps=tuple(scheduler.steps),
+        emitters=tuple(matcher.emitters),
+    )
+
+
+def _header_line(trace: Trace) -> bytes:
+    import orjson
+
+    return orjson.dumps({**trace.header, "replay": True})
+
+
+async def _main(trace: Trace, subject: Any, options: ReplayOptions, scheduler: Scheduler,
+                box: dict[str, Any]) -> None:
+    matcher = ExactMatcher(trace, scheduler, until=options.until, on_step=options.on_step,
+                           on_break=options.on_break, break_at=options.break_at)
+    box["matcher"] = matcher
+    scheduler.on_diverge = matcher.stalled
+    capture = ReplayCapture(scheduler, (trace.header.get("seeds") or {}).get("random"))
+    seed = (trace.header.get("seeds") or {}).get("random")
+    if isinstance(seed, int):
+        entropy.global_random().seed(seed)
+    scheduler.install()
+    entropy.activate(capture)
+    try:
+        async with trio.open_nursery() as nursery:
+            driver = Driver(nursery, subject, trace, scheduler, matcher)
+            scheduler.create = driver.create
+            scheduler.act = driver.act
+            scheduler.on_free = driver.on_free
+            nursery.start_soon(driver.run)
+            if trace.role == "client":
+                nursery.start_soon(driver.run_client, _client_options(trace, subject))
+            async with trio.open_nursery() as waiters:
+                async def until_free() -> None:
+                    await driver.free.wait()
+                    # Every recorded step has run: what has not happened now never will.
+                    matcher.check_complete()
+
+                waiters.start_soon(until_free)
+                await matcher.finished.wait()
+                waiters.cancel_scope.cancel()
+            nursery.cancel_scope.cancel()
+    finally:
+        entropy.deactivate(capture)
+        scheduler.uninstall()
+
+
+def _client_options(trace: Trace, script: Any) -> dict[str, Any]:
+    """The client's connect options: the script's, else the recorded ones."""
+    from mcpactor.client.client import timeout_from_json
+
+    options: dict[str, Any] = dict(script.connect_options())
+    recorded = trace.header.get("client_options") or {}
+    if options.get("timeout") is None and "timeout" in recorded:
+        options["timeout"] = timeout_from_json(recorded["timeout"])
+    if "init_timeout" in recorded:
+        options["init_timeout"] = timeout_from_json(recorded["init_timeout"])
+    sent = _recorded_initialize(trace)
+    if "client_info" not in options and isinstance(sent.get("clientInfo"), dict):
+        options["client_info"] = sent["clientInfo"]
+    if "protocol_version" not in options and isinstance(sent.get("protocolVersion"), str):
+        options["protocol_version"] = sent["protocolVersion"]
+    return options
+
+
+def _recorded_initialize(trace: Trace) -> dict[str, Any]:
+    """The params of the ``initialize`` request the recorded client sent."""
+    for ev in trace.events:
+        msg = ev.data.get("msg") if ev.kind == "message_out" else None
+        if isinstance(msg, dict) and msg.get("method") == "initialize":
+            params = msg.get("params")
+            return params if isinstance(params, dict) else {}
+    return {}

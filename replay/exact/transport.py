@@ -1,0 +1,91 @@
+"""The replay transport: each session's recorded inputs, and its recorded writes.
+
+A live transport's ``receive`` and ``send`` may yield to the scheduler several times
+before they return; the recording counted them (``yields`` in ``message_in``,
+``message_out`` and the other transport events). The replay transport yields as many
+times — each time parking the task until its next recorded step
+(:meth:`~.scheduler.Scheduler.park`) — then hands out the recorded input, or returns
+from the send (raises, for a send that failed), so the task takes its steps exactly as
+it did live.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import trio
+
+from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
+
+from ..trace import Event
+from .scheduler import Scheduler
+
+#: The writer's outcomes, in the order its sends happened.
+_SEND_OUTCOMES = frozenset({"message_out", "send_cancelled"})
+
+
+class ReplaySessionTransport(Transport):
+    """One session's side of the replay (see the module)."""
+
+    def __init__(self, name: str, events: list[Event], scheduler: Scheduler) -> None:
+        self.name = name
+        self._scheduler = scheduler
+        self._inputs = [ev for ev in events if ev.is_input]
+        self._outcomes = [ev for ev in events if ev.kind in _SEND_OUTCOMES or (
+            ev.kind == "transport_broken" and ev.actor == "writer")]
+        self._next_in = 0
+        self._next_out = 0
+
+    async def _yields(self, ev: Event) -> None:
+        n = ev.data.get("yields", 1)
+        for _ in range(n if isinstance(n, int) and n > 0 else 0):
+            await self._scheduler.park()
+
+    async def receive(self) -> bytes | Oversize:
+        """The next recorded input, after the recorded number of yields."""
+        if self._next_in >= len(self._inputs):
+            await trio.sleep_forever()  # the recording never got more: only a cancel ends it
+        ev = self._inputs[self._next_in]
+        await self._yields(ev)
+        self._next_in += 1
+        if ev.kind == "message_in":
+            if "msg" in ev.data:
+                return _encode(ev.data["msg"])
+            return str(ev.data.get("raw", "")).encode("utf-8")
+        if ev.kind == "message_oversize":
+            return Oversize(int(ev.data.get("size", 0)))
+        if ev.kind == "transport_broken":
+            raise TransportClosed(str(ev.data.get("error", "")))
+        raise trio.EndOfChannel
+
+    async def send(self, messages: list[Outgoing]) -> None:
+        """Take a write as the recording did: after its yields; failed, if it failed."""
+        if self._next_out >= len(self._outcomes):
+            await trio.sleep_forever()  # never completed live (the session ended first)
+        ev = self._outcomes[self._next_out]
+        if ev.kind == "message_out":
+            self._next_out += len(messages)
+            await self._yields(ev)
+            return
+        self._next_out += 1
+        await self._yields(ev)
+        if ev.kind == "transport_broken":
+            raise TransportClosed(str(ev.data.get("error", "")))
+        await trio.sleep_forever()  # cancelled live, while sending
+
+    async def close_request_stream(self, request_id: Any) -> None:
+        """(HTTP) SSE polling ends a response early: nothing to do in a replay."""
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+def _encode(msg: Any) -> bytes:
+    try:
+        return orjson.dumps(msg)
+    except TypeError:
+        # An integer beyond 64 bits (JSON allows them; orjson does not).
+        import json
+
+        return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()
