@@ -434,7 +434,7 @@ async def connect_transport(
     session = Session(transport, conn, _ClientHandler(handlers), tracer=tracer, limits=limits,
                       session_id=session_id)
     with plain_errors():
-        async with recording, _client_code(session.id, tracer is not None), \
+        async with recording, _client_code(session.id, tracer), \
                 trio.open_nursery() as nursery:
             await nursery.start(session.run)
             client = Client(session, default_timeout=timeout)
@@ -453,14 +453,14 @@ async def connect_transport(
 
 
 @asynccontextmanager
-async def _client_code(session_id: str, traced: bool) -> AsyncIterator[None]:
+async def _client_code(session_id: str, tracer: Tracer | None) -> AsyncIterator[None]:
     """While a client session is recorded, the task running the client code (the caller
     of ``connect_*``) is followed too, from its next step on, as the root of the tasks it
     starts: how the client's own tasks interleave is part of the story."""
-    if not traced or current_node() is not None:
+    if tracer is None or current_node() is not None:
         yield
         return
-    token = TRACK.set(Node(f"{session_id}/client", session_id))
+    token = TRACK.set(Node(f"{session_id}/client", session_id, rec=tracer))
     try:
         # Followed from the next step on: the hook claims this task for the node then.
         await trio.lowlevel.checkpoint()

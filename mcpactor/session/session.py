@@ -58,8 +58,7 @@ from mcpactor.session.limits import Limits
 from mcpactor.session.tracker import ProgressCallback, RequestTracker, Timeout, Waiter
 from mcpactor.session.writer import WriterActor
 from mcpactor.tracing import entropy
-from mcpactor.tracing.schedule import current_scheduler
-from mcpactor.tracing.tasks import current_node, schedule_points, spawn_root
+from mcpactor.tracing.tasks import TRACK, current_node, schedule_points, spawn_root
 from mcpactor.tracing.tracer import Compact, Tracer
 from mcpactor.transports.base import (
     Oversize,
@@ -156,9 +155,14 @@ class Session(WriterActor):
         The tree runs in a task of its own, the supervisor, which a recording follows
         (:mod:`mcpactor.tracing.tasks`) with everything it starts; this task only waits.
         """
+        start = getattr(self.tracer, "start", None)
+        if start is not None:
+            # A recording not started yet (an in-memory one in a test) starts with its
+            # first session, in this Trio run.
+            start()
         ready = trio.Event()
         async with trio.open_nursery() as outer:
-            spawn_root(outer, self.id, self.id, self._supervise, ready)
+            spawn_root(outer, self.id, self.id, self._supervise, ready, rec=self.tracer)
             await ready.wait()
             task_status.started()
 
@@ -245,9 +249,9 @@ class Session(WriterActor):
         session's: a replay repeats those steps), it needs no record."""
         if current_node() is not None:
             return
-        scheduler = current_scheduler()
-        at = list(scheduler.position()) if scheduler is not None else None
-        self._emit("external", kind, {**data, "at": at})
+        position = getattr(self.tracer, "position", None)
+        where = position() if position is not None else None
+        self._emit("external", kind, {**data, "at": list(where) if where is not None else None})
 
     # -- reader -----------------------------------------------------------------------
 
@@ -302,13 +306,15 @@ class Session(WriterActor):
         log = self._log
         task = trio.lowlevel.current_task()
         node = current_node() if log is not None else None
+        # Inside the transport the reader carries its io node: the transport's reads and
+        # tasks are not the session's (mcpactor.tracing.tasks).
+        io = node.io() if node is not None else None
         if log is not None:
             self._emit("reader", "transport_opened", {"transport": self.transport.name})
         with self._reader_scope:
             while True:
                 before = schedule_points(task) if log is not None else 0
-                if node is not None:
-                    node.muted = True  # the transport's own reads are not the session's
+                token = TRACK.set(io) if io is not None else None
                 try:
                     data = await receive()
                 except trio.EndOfChannel:
@@ -324,9 +330,16 @@ class Session(WriterActor):
                         self._emit("reader", "transport_broken",
                                    {"error": str(exc), "yields": schedule_points(task) - before})
                     return
+                except trio.Cancelled:
+                    # The session is closing: traced with the yields the receive made
+                    # first, which a replay's transport repeats before it takes the cancel.
+                    if log is not None:
+                        self._emit("reader", "receive_cancelled",
+                                   {"yields": schedule_points(task) - before})
+                    raise
                 finally:
-                    if node is not None:
-                        node.muted = False
+                    if token is not None:
+                        TRACK.reset(token)
                 yields = schedule_points(task) - before if log is not None else 0
                 if type(data) is Oversize:
                     if log is not None:

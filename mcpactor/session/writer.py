@@ -22,7 +22,7 @@ import trio
 from mcpactor.protocol.errors import ConnectionClosed
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.session.limits import Limits
-from mcpactor.tracing.tasks import current_node, schedule_points
+from mcpactor.tracing.tasks import TRACK, current_node, schedule_points
 from mcpactor.tracing.tracer import Compact
 from mcpactor.transports.base import Outgoing, Transport, TransportClosed
 
@@ -121,8 +121,9 @@ class WriterActor:
         task = trio.lowlevel.current_task()
         node = current_node()
         before = schedule_points(task)
-        if node is not None:
-            node.muted = True  # the transport's own reads are not the session's
+        # Inside the transport the task carries its io node: the transport's reads and
+        # tasks are not the session's (mcpactor.tracing.tasks).
+        token = TRACK.set(node.io()) if node is not None else None
         try:
             await self.transport.send(batch)
         except TransportClosed as exc:
@@ -133,8 +134,8 @@ class WriterActor:
             self._emit("writer", "send_cancelled", {"yields": schedule_points(task) - before})
             raise
         finally:
-            if node is not None:
-                node.muted = False
+            if token is not None:
+                TRACK.reset(token)
         yields = schedule_points(task) - before
         sid = self.id
         clock = self._clock

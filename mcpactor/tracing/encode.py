@@ -34,7 +34,7 @@ _STRUCTURAL = frozenset({"seq", "t", "session", "actor", "kind"})
 NO_FREE_TEXT = frozenset({
     "handler_started", "handler_finished", "timer_set", "timer_reset", "timer_fired",
     "actor_started", "actor_stopped", "progress_dropped", "session_started",
-    "transport_opened", "draining", "send_cancelled",
+    "transport_opened", "draining", "send_cancelled", "receive_cancelled",
 })
 #: seq, t, session, actor, kind, msg, related, yields.
 _MESSAGE_EVENT_SIZE = 8

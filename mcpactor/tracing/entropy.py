@@ -33,6 +33,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -58,7 +59,7 @@ _RealDate = _dt.date
 
 
 class Capture(Protocol):
-    """What the swapped functions talk to while active: a recording or a replay."""
+    """What the swapped functions talk to: a followed task's recording, or a replay."""
 
     def value(self, node: Node, source: str, real: Callable[..., Any], *args: Any) -> Any:
         """The value ``node``'s task reads from ``source`` (``real(*args)`` live)."""
@@ -70,6 +71,10 @@ class Capture(Protocol):
 
 
 _active: Capture | None = None
+#: Modules whose reads are never captured: the standard library's logging stamps every
+#: record with the time, and whether a record is made depends on logging levels, which a
+#: replay sets differently (it silences the handlers' logging).
+_UNCAPTURED = frozenset({"logging"})
 _lock = threading.Lock()
 _installed = False
 
@@ -100,12 +105,13 @@ def _node() -> Node | None:
 
 
 def _read(source: str, *args: Any) -> Any:
-    capture = _active
     real = _real[source]
-    if capture is None:
-        return real(*args)
     node = _node()
     if node is None:
+        return real(*args)
+    # A replay's capture serves every followed task; live, the task's own recording.
+    capture = _active or node.rec
+    if capture is None or sys._getframe(2).f_globals.get("__name__") in _UNCAPTURED:
         return real(*args)
     return capture.value(node, source, real, *args)
 
@@ -195,10 +201,10 @@ def _random_swapped(name: str) -> Callable[..., Any]:
     original = getattr(_global_random, name)
 
     def draw(*args: Any, **kwargs: Any) -> Any:
-        capture = _active
-        if capture is not None:
-            node = _node()
-            if node is not None:
+        node = _node()
+        if node is not None:
+            capture = _active or node.rec
+            if capture is not None:
                 return getattr(stream_for(node, capture), name)(*args, **kwargs)
         return original(*args, **kwargs)
 

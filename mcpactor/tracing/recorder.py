@@ -152,6 +152,7 @@ class Recorder:
         self._last_handoff = 0
         self._flusher: trio.CancelScope | None = None
         self._seed = str(self.header.seeds.get("random"))
+        self._task_ids = 0
 
     @classmethod
     def at(cls, path: str | os.PathLike[str], header: TraceHeader, *,
@@ -192,11 +193,11 @@ class Recorder:
         capture, the header. Raises :class:`RecordingError` if another recording runs."""
         if self._started:
             return
-        scheduler = RecordingScheduler(self.log, self._after_batch, self._next_seq)
-        if not scheduler.install():
+        scheduler = RecordingScheduler.join(self)
+        if scheduler is None:
             raise RecordingError(
-                "cannot record this Trio run: another recording is running in it, or this "
-                f"Trio ({trio.__version__}) lacks the internals the recorder hooks into")
+                f"cannot record this Trio run: this Trio ({trio.__version__}) lacks the "
+                "internals the recorder hooks into")
         self._scheduler = scheduler
         self._started = True
         clock = trio.lowlevel.current_clock()
@@ -218,7 +219,8 @@ class Recorder:
             "rotate_seconds": self.rotation.max_seconds,
         }
         self._output = MemoryOutput(spec) if self.mode == "memory" else open_output(spec, self.mode)
-        entropy.activate(self)
+        # The followed tasks' reads reach this recording through their nodes.
+        entropy.install()
         self._last_handoff = _perf_ns()
         trio.lowlevel.spawn_system_task(self._flush_task, name="mcpactor-trace-flusher")
 
@@ -242,9 +244,8 @@ class Recorder:
 
     def _stop(self) -> None:
         self._closed = True
-        entropy.deactivate(self)
         if self._scheduler is not None:
-            self._scheduler.uninstall()
+            self._scheduler.leave(self)
         if self._flusher is not None:
             self._flusher.cancel()
         self.handoff()
@@ -256,12 +257,25 @@ class Recorder:
 
     # -- handing on ---------------------------------------------------------------------
 
-    def _next_seq(self) -> int:
+    # -- what the scheduler asks ---------------------------------------------------------
+
+    def next_seq(self) -> int:
+        """The number the next record will get."""
         return self._base + len(self._events) + 1
 
-    def _after_batch(self) -> None:
+    def next_id(self) -> int:
+        """A new task number."""
+        self._task_ids += 1
+        return self._task_ids
+
+    def after_batch(self) -> None:
+        """Once per pass of the loop: hand the buffer on when it is large."""
         if len(self._events) >= _CHUNK_EVENTS:
             self.handoff()
+
+    def position(self) -> tuple[int, int] | None:
+        """Where the running (unfollowed) task is among this recording's steps."""
+        return None if self._scheduler is None else self._scheduler.position(self)
 
     def handoff(self) -> None:
         """Hand the buffered records to the output (never waits)."""
@@ -302,7 +316,7 @@ class Recorder:
     def value(self, node: Node, source: str, real: Callable[..., Any], *args: Any) -> Any:
         """A followed task reads ``source``: the real value, logged."""
         v = real(*args)
-        if not node.muted:
+        if not node.muted and node.id and not self._closed:
             self._events.append((0, None, None, "read", node.id, source, v))
         return v
 

@@ -30,10 +30,9 @@ clock hooks, which run the recorded steps in the recorded order at the recorded 
 from __future__ import annotations
 
 import random
-import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -100,10 +99,9 @@ class RecordingClock(trio.abc.Clock):
     """Wraps the run's clock: logs followed tasks' readings; the loop's readings between
     its I/O wait and the batch all return the one that expired deadlines."""
 
-    def __init__(self, inner: trio.abc.Clock, log: Callable[[tuple[Any, ...]], None]) -> None:
+    def __init__(self, inner: trio.abc.Clock) -> None:
         self.inner = inner
         self._read = inner.current_time
-        self._log = log
         #: The loop's reading for this pass; fresh: the next loop reading is a new pass's.
         self.now = inner.current_time()
         self.fresh = True
@@ -124,7 +122,9 @@ class RecordingClock(trio.abc.Clock):
         t = self._read()
         node = task.context.get(TRACK)
         if node is not None and node.task is task and not node.muted:
-            self._log((0, None, None, "read", node.id, "clock", t))
+            rec = node.rec
+            if rec is not None and node.id:
+                rec.log((0, None, None, "read", node.id, "clock", t))
         return t
 
     def deadline_to_sleep_time(self, deadline: float) -> float:
@@ -132,41 +132,68 @@ class RecordingClock(trio.abc.Clock):
         return self.inner.deadline_to_sleep_time(deadline)
 
 
+class Subscriber(Protocol):
+    """A recording the scheduler reports to (:class:`~mcpactor.tracing.Recorder`)."""
+
+    def log(self, event: tuple[Any, ...], /) -> None:
+        """Append one record."""
+        ...
+
+    def next_id(self) -> int:
+        """A new task number of this recording."""
+        ...
+
+    def next_seq(self) -> int:
+        """The number the next record will get."""
+        ...
+
+    def after_batch(self) -> None:
+        """Once per pass of the loop."""
+        ...
+
+
 class RecordingScheduler:
-    """The recording half of the scheduler hooks, installed in one Trio run.
+    """The recording half of the scheduler hooks, installed once per Trio run and shared
+    by the recordings of that run (each reports the tasks of its own sessions: a
+    followed task's node names its recording)."""
 
-    ``log`` appends one compact record to the recorder (see
-    :mod:`mcpactor.tracing.recorder`); ``after_batch`` is called once per pass of the
-    loop (the recorder hands its buffer on from there).
-    """
-
-    def __init__(
-        self, log: Callable[[tuple[Any, ...]], None], after_batch: Callable[[], None],
-        seq: Callable[[], int],
-    ) -> None:
-        self._log = log
-        self._after = after_batch
-        self._seq = seq
-        self._ids = 0
+    def __init__(self) -> None:
         self._coin = random.Random()
         self._keep = KeepOrder()
-        #: The current batch in run order, and the seq of its sched record (0: none).
+        self.recordings: list[Subscriber] = []
+        #: The current batch in run order, and per recording the seq of its sched record.
         self.order: list[Any] = []
-        self.sched_seq = 0
+        #: Per recording, its latest sched record: (seq, steps in it, the pass it was).
+        self.sched_seq: dict[int, tuple[int, int, int]] = {}
+        self._pass = 0
         self.clock: RecordingClock | None = None
         self._runner: Any = None
         self._saved: tuple[Any, Any, Any] | None = None
 
     # -- install ------------------------------------------------------------------------
 
-    def install(self) -> bool:
-        """Hook into the current Trio run; False (and nothing changed) when this Trio's
-        internals are not the expected ones."""
-        if not internals_ok():
-            return False
+    @classmethod
+    def join(cls, recording: Subscriber) -> RecordingScheduler | None:
+        """The current run's scheduler (installed on first use) with ``recording``
+        subscribed; None when this Trio's internals are not the expected ones."""
+        scheduler = current_scheduler()
+        if scheduler is None:
+            if not internals_ok():
+                return None
+            scheduler = cls()
+            scheduler._install()
+        scheduler.recordings.append(recording)
+        return scheduler
+
+    def leave(self, recording: Subscriber) -> None:
+        """``recording`` stopped; the last one out puts Trio's own parts back."""
+        if recording in self.recordings:
+            self.recordings.remove(recording)
+        if not self.recordings:
+            self._uninstall()
+
+    def _install(self) -> None:
         runner = _GLOBAL.runner  # type: ignore[union-attr]
-        if isinstance(runner.runq, RecordingRunq):
-            return False  # another recording already owns this run
         self._runner = runner
         self._saved = (runner.runq, runner.clock, _trio_run._r)
         self._coin.seed(_trio_run._r.getrandbits(64))
@@ -175,13 +202,11 @@ class RecordingScheduler:
         if testing is None or not isinstance(runner.clock, testing.MockClock):
             # A MockClock stays as it is: Trio's autojump wants it there, and virtual
             # time does not move while a batch runs.
-            self.clock = RecordingClock(runner.clock, self._log)
+            self.clock = RecordingClock(runner.clock)
             runner.clock = self.clock
         _trio_run._r = self._keep
-        return True
 
-    def uninstall(self) -> None:
-        """Put Trio's own queue, clock and coin back."""
+    def _uninstall(self) -> None:
         if self._saved is None:
             return
         runq, clock, coin = self._saved
@@ -198,56 +223,73 @@ class RecordingScheduler:
 
     def batch(self, tasks: list[Any]) -> list[Any]:
         """One pass's batch (in the order the tasks became runnable): name new followed
-        tasks, choose the order, log it; returns the batch as Trio will pop it."""
-        new: dict[int, str] | None = None
+        tasks, choose the order, log it per recording; returns the batch as Trio will
+        pop it."""
+        new: dict[Any, dict[int, str]] | None = None
         followed = False
         for task in tasks:
             node = task.context.get(TRACK)
-            if node is None:
+            if node is None or node.rec is None:
                 continue
-            followed = True
             if node.task is not task:
                 node = classify(task)
-                assert node is not None
+                if node is None:
+                    continue  # a transport's own task
+            followed = True
             if not node.id:
-                self._ids += 1
-                node.id = self._ids
+                rec = node.rec
+                if rec not in self.recordings:
+                    continue  # a recording that has stopped
+                node.id = rec.next_id()
                 if new is None:
                     new = {}
-                new[node.id] = node.name
+                new.setdefault(rec, {})[node.id] = node.name
         if self._coin.random() < 0.5:
             tasks.reverse()
         self.order = tasks
+        self._pass += 1
         clock = self.clock
         if followed:
-            run = [n.id for t in tasks if (n := t.context.get(TRACK)) is not None]
-            self.sched_seq = self._seq()
+            runs: dict[Any, list[int]] = {}
+            for t in tasks:
+                n = t.context.get(TRACK)
+                if n is not None and n.id and n.rec is not None:
+                    runs.setdefault(n.rec, []).append(n.id)
             now = clock.now if clock is not None else trio.current_time()
-            self._log((0, None, None, "sched", now, run, new))
+            for rec, run in runs.items():
+                if rec in self.recordings:
+                    self.sched_seq[id(rec)] = (rec.next_seq(), len(run), self._pass)
+                    rec.log((0, None, None, "sched", now, run,
+                             new.get(rec) if new is not None else None))
         if clock is not None:
             clock.fresh = True
         # Trio pops the batch from its end.
         popped = tasks[::-1]
         self._keep.planned = popped
-        self._after()
+        for rec in self.recordings:
+            rec.after_batch()
         return popped
 
-    def position(self) -> tuple[int, int]:
-        """Where the running task is in the recorded order: the seq of the current
-        batch's sched record, and how many followed steps of it ran before this one
-        (for actions of unfollowed tasks that a replay must repeat at that point)."""
+    def position(self, recording: Any) -> tuple[int, int]:
+        """Where the running task is in ``recording``'s order: the seq of the current
+        batch's sched record, and how many of the recording's steps in it ran before
+        this one (for actions of unfollowed tasks that a replay must repeat there)."""
+        seq, steps, when = self.sched_seq.get(id(recording), (0, 0, -1))
+        if when != self._pass:
+            # This pass ran none of the recording's tasks: after its latest record.
+            return seq, steps
         try:
             me = trio.lowlevel.current_task()
         except RuntimeError:
-            return self.sched_seq, 0
+            return seq, 0
         done = 0
         for task in self.order:
             if task is me:
                 break
             node = task.context.get(TRACK)
-            if node is not None:
+            if node is not None and node.rec is recording and node.id:
                 done += 1
-        return self.sched_seq, done
+        return seq, done
 
 
 def _testing() -> Any:
@@ -262,13 +304,7 @@ def current_scheduler() -> RecordingScheduler | None:
     runner = getattr(_GLOBAL, "runner", None)
     runq = getattr(runner, "runq", None)
     if isinstance(runq, RecordingRunq):
-        hook = runq._hook
-        owner = getattr(hook, "__self__", None)
+        owner = getattr(runq._hook, "__self__", None)
         if isinstance(owner, RecordingScheduler):
             return owner
     return None
-
-
-def wall_time() -> float:
-    """Unix time now (kept apart so that the recorder's header is one call)."""
-    return time.time()

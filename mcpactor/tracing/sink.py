@@ -126,6 +126,10 @@ class SinkCore:
         self._files: dict[str, _File] = {}
         #: task id -> session id, from the schedule's ``new`` names.
         self._task_session: dict[int, str] = {}
+        #: (per session) the latest schedule records: (whole-process seq, file seq, steps),
+        #: and the whole-process records' runs, recent ones.
+        self._scheds: dict[str, list[tuple[int, int, int]]] = {}
+        self._runs: dict[int, list[int]] = {}
         self._segment = 0
         self._whole: _File | None = None
         self._all_names: set[str] = set()
@@ -201,18 +205,40 @@ class SinkCore:
         per: dict[str, list[dict[str, Any]]] = {}
         for rec in records:
             for sid, part in self._route(rec):
+                f = self._session_file(sid)
+                if part["kind"] == "trace_truncated":
+                    # How many of this session's events were lost is not known.
+                    part["first"], part["lost"] = f.seq + 1, None
+                else:
+                    f.seq += 1
+                    part["seq"] = f.seq
+                    if part["kind"] == "sched":
+                        self._note_sched(sid, rec["seq"], f.seq, len(part["run"]))
                 per.setdefault(sid, []).append(part)
         for sid, recs in per.items():
             f = self._session_file(sid)
-            for rec in recs:
-                if rec["kind"] == "trace_truncated":
-                    # How many of this session's events were lost is not known.
-                    rec["first"], rec["lost"] = f.seq + 1, None
-                    continue
-                f.seq += 1
-                rec["seq"] = f.seq
             f.write(encode_events(recs, self.redactor))
             f.stream.flush()
+
+    def _note_sched(self, sid: str, global_seq: int, local_seq: int, n: int) -> None:
+        # A session's latest schedule records: where an outside action is placed.
+        notes = self._scheds.setdefault(sid, [])
+        notes.append((global_seq, local_seq, n))
+        if len(notes) > 2:
+            del notes[0]
+
+    def _local_at(self, sid: str, at: list[Any]) -> list[int]:
+        """An outside action's place (``[sched seq, steps before]``, counted over every
+        session of the process) in one session's file: its own records and steps."""
+        g, k = int(at[0]), int(at[1])
+        run = self._runs.get(g) or []
+        mine = sum(1 for tid in run[:k] if self._task_session.get(tid) == sid)
+        for global_seq, local_seq, n in reversed(self._scheds.get(sid, [])):
+            if global_seq == g and mine:
+                return [local_seq, mine]
+            if global_seq < g:
+                return [local_seq, n]
+        return [0, 0]
 
     def _route(self, rec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         # Which session files a record goes to, and as what.
@@ -220,6 +246,9 @@ class SinkCore:
         if kind == "sched":
             for tid, name in (rec.get("new") or {}).items():
                 self._task_session[int(tid)] = str(name).split("/", 1)[0]
+            self._runs[rec["seq"]] = rec["run"]
+            if len(self._runs) > 256:
+                del self._runs[next(iter(self._runs))]
             per: dict[str, dict[str, Any]] = {}
             for tid in rec["run"]:
                 sid = self._task_session.get(tid)
@@ -239,7 +268,12 @@ class SinkCore:
         if kind == "trace_truncated":
             return [(sid, dict(rec)) for sid in self._files]
         sid = rec.get("session")
-        return [] if sid is None else [(str(sid), rec)]
+        if sid is None:
+            return []
+        at = rec.get("at")
+        if rec.get("actor") == "external" and isinstance(at, list) and len(at) == 2:
+            rec = dict(rec, at=self._local_at(str(sid), at))
+        return [(str(sid), rec)]
 
     def _maybe_rotate(self) -> None:
         f = self._whole

@@ -41,18 +41,39 @@ class Node:
     ``muted``: see below.
     """
 
-    __slots__ = ("id", "kids", "muted", "name", "rng", "session", "task")
+    __slots__ = ("_io", "id", "kids", "muted", "name", "real", "rec", "rng", "session", "task")
 
-    def __init__(self, name: str, session: str, task: Any = None) -> None:
+    def __init__(self, name: str, session: str, task: Any = None, rec: Any = None) -> None:
         self.name = name
         self.session = session
         self.task = task
+        #: The recording the task belongs to (its session's tracer): a run may hold
+        #: several (a server's and a client's), each following its own tasks.
+        self.rec = rec
         self.kids = 0
         self.id = 0
         self.rng: Any = None
-        #: While true (the task is inside a transport's receive or send, which a replay
-        #: replaces), its clock and entropy reads are not the session's and are not logged.
+        #: True for the node a task carries while it is inside a transport's receive or
+        #: send (:meth:`io`), which a replay replaces: its clock and entropy reads there
+        #: are the transport's, not the session's, and are not logged.
         self.muted = False
+        #: (An :meth:`io` node) the task's own node.
+        self.real: Node | None = None
+        self._io: Node | None = None
+
+    def io(self) -> Node:
+        """This task as it is while inside a transport: the same task (same name and
+        number, so its steps there are recorded as its own), but its reads are not
+        logged and the tasks it spawns (a transport's own) are not followed."""
+        if self.real is not None:
+            return self
+        io = self._io
+        if io is None:
+            io = self._io = Node(self.name, self.session, self.task, self.rec)
+            io.real = self
+            io.muted = True
+        io.id = self.id
+        return io
 
     def __repr__(self) -> str:
         return f"Node({self.name!r})"
@@ -67,14 +88,23 @@ def classify(task: Any) -> Node | None:
     a task the trace does not follow. Called by the scheduler hooks for every runnable
     task, in the order the tasks became runnable, which for new tasks is spawn order."""
     node = task.context.get(TRACK)
-    if node is None or node.task is task:
+    if node is None:
+        return None
+    real = node.real
+    if real is not None:
+        if node.task is task:
+            return real  # a followed task, inside a transport
+        # Spawned by a transport from inside a followed task: the transport's own.
+        task.context.run(TRACK.set, None)
+        return None
+    if node.task is task:
         return node
     if node.task is None:
         # A root made by spawn_root(): its first step.
         node.task = task
         return node
     node.kids += 1
-    child = Node(f"{node.name}/{node.kids}", node.session, task)
+    child = Node(f"{node.name}/{node.kids}", node.session, task, node.rec)
     task.context.run(TRACK.set, child)
     return child
 
@@ -92,14 +122,16 @@ def current_node() -> Node | None:
 
 
 def spawn_root(
-    nursery: trio.Nursery, name: str, session: str, fn: Callable[..., Awaitable[Any]], *args: Any
+    nursery: trio.Nursery, name: str, session: str, fn: Callable[..., Awaitable[Any]], *args: Any,
+    rec: Any = None,
 ) -> None:
-    """Start ``fn(*args)`` as a followed root task named ``name`` (a session's supervisor).
+    """Start ``fn(*args)`` as a followed root task named ``name`` (a session's supervisor)
+    of the recording ``rec``.
 
     The node rides in the context the new task copies; the caller's own context is left
     as it was.
     """
-    token = TRACK.set(Node(name, session))
+    token = TRACK.set(Node(name, session, rec=rec))
     try:
         nursery.start_soon(fn, *args, name=f"mcpactor:{name}")
     finally:

@@ -19,6 +19,7 @@ thread is busy), the replay has stalled: :attr:`Scheduler.stalled` says where.
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -99,7 +100,7 @@ class ReplayClock(trio.abc.Clock):
         s = self.scheduler
         if deadline <= s.now:
             return 0
-        if s.free:
+        if s.free and deadline != math.inf:
             s.now = deadline
             return 0
         return s.idle_wait
@@ -147,10 +148,12 @@ class Scheduler:
         self.stalled: str | None = None
         #: Outside actions by where they happened: (sched seq, steps of it before).
         self._actions: dict[tuple[int, int], list[Any]] = {}
+        index = {b.seq: b.index for b in self.batches}
         for ev in trace.events:
             at = ev.data.get("at")
             if ev.actor == "external" and isinstance(at, list) and len(at) == 2:
-                self._actions.setdefault((int(at[0]), int(at[1])), []).append(ev)
+                self._actions.setdefault(self._place(index, int(at[0]), int(at[1])),
+                                         []).append(ev)
         self._fired: set[int] = set()
         self._requested: set[str] = set()
         self._waiting_since: float | None = None
@@ -160,6 +163,18 @@ class Scheduler:
         self._runner: Any = None
         self._saved: tuple[Any, Any] | None = None
         self._keep = KeepOrder()
+
+    def _place(self, index: dict[int, int], seq: int, k: int) -> tuple[int, int]:
+        # "After step k of record seq", as the cursor sees it: after a record's last
+        # step is before the next record's first.
+        b = index.get(seq)
+        if b is None:
+            later = [x for x in self.batches if x.seq > seq]
+            return (later[0].seq, 0) if later else (seq, k)
+        if k >= len(self.batches[b].run):
+            nxt = b + 1
+            return (self.batches[nxt].seq, 0) if nxt < len(self.batches) else (seq, k)
+        return seq, k
 
     # -- install ------------------------------------------------------------------------
 

@@ -23,6 +23,9 @@ from .scheduler import Scheduler
 
 #: The writer's outcomes, in the order its sends happened.
 _SEND_OUTCOMES = frozenset({"message_out", "send_cancelled"})
+#: The reader's: every receive the recording made.
+_RECEIVE_OUTCOMES = frozenset({"message_in", "message_oversize", "transport_closed",
+                               "transport_broken", "receive_cancelled"})
 
 
 class ReplaySessionTransport(Transport):
@@ -31,15 +34,22 @@ class ReplaySessionTransport(Transport):
     def __init__(self, name: str, events: list[Event], scheduler: Scheduler) -> None:
         self.name = name
         self._scheduler = scheduler
-        self._inputs = [ev for ev in events if ev.is_input]
+        self._inputs = [ev for ev in events
+                        if ev.actor == "reader" and ev.kind in _RECEIVE_OUTCOMES]
         self._outcomes = [ev for ev in events if ev.kind in _SEND_OUTCOMES or (
             ev.kind == "transport_broken" and ev.actor == "writer")]
         self._next_in = 0
         self._next_out = 0
 
-    async def _yields(self, ev: Event) -> None:
+    async def _yields(self, ev: Event, *, cancelled: bool = False) -> None:
         n = ev.data.get("yields", 1)
-        for _ in range(n if isinstance(n, int) and n > 0 else 0):
+        n = n if isinstance(n, int) and n > 0 else 0
+        if cancelled:
+            # The last resumption was the cancellation itself: it comes as it came live.
+            for _ in range(n - 1):
+                await self._scheduler.park()
+            await trio.sleep_forever()
+        for _ in range(n):
             await self._scheduler.park()
 
     async def receive(self) -> bytes | Oversize:
@@ -47,6 +57,9 @@ class ReplaySessionTransport(Transport):
         if self._next_in >= len(self._inputs):
             await trio.sleep_forever()  # the recording never got more: only a cancel ends it
         ev = self._inputs[self._next_in]
+        if ev.kind == "receive_cancelled":
+            self._next_in += 1
+            await self._yields(ev, cancelled=True)
         await self._yields(ev)
         self._next_in += 1
         if ev.kind == "message_in":
@@ -69,10 +82,10 @@ class ReplaySessionTransport(Transport):
             await self._yields(ev)
             return
         self._next_out += 1
+        if ev.kind == "send_cancelled":
+            await self._yields(ev, cancelled=True)
         await self._yields(ev)
-        if ev.kind == "transport_broken":
-            raise TransportClosed(str(ev.data.get("error", "")))
-        await trio.sleep_forever()  # cancelled live, while sending
+        raise TransportClosed(str(ev.data.get("error", "")))
 
     async def close_request_stream(self, request_id: Any) -> None:
         """(HTTP) SSE polling ends a response early: nothing to do in a replay."""

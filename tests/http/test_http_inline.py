@@ -216,10 +216,16 @@ async def test_a_polled_stream_frees_the_connection_while_its_handler_goes_on(
             gate.open.set()
 
 
-async def test_inline_handlers_trace_like_handler_tasks(tmp_path: object) -> None:
+async def test_recorded_http_handlers_trace_like_handler_tasks() -> None:
+    # Recorded, an HTTP session takes its messages through its reader (the recording
+    # follows the session's tasks): the peer's and the session's cancellations are traced
+    # as for any handler task.
+    from mcpactor.tracing import MemoryRecorder, TraceHeader
+
     gate = Gate()
+    recorder = MemoryRecorder(TraceHeader(role="server", transport="http"))
     with trio.fail_after(TIMEOUT):
-        async with running_app(_server(gate), trace_dir=str(tmp_path)) as (app, url):
+        async with running_app(_server(gate), tracer=recorder) as (app, url):
             raw = RawClient(url)
             await raw.initialize()
             hs = next(iter(app.sessions.values()))
@@ -241,9 +247,7 @@ async def test_inline_handlers_trace_like_handler_tasks(tmp_path: object) -> Non
             await second.aclose()
             await session.closed.wait()
             await raw.aclose()
-    events = [orjson.loads(line) for path in sorted(tmp_path.iterdir())  # type: ignore[attr-defined]
-              for line in path.read_bytes().splitlines()]
-    events = [e for e in events if isinstance(e, dict) and "kind" in e]
+    events = [e for e in recorder.events() if e.get("session") == session.id]
 
     def of(rid: int) -> list[str]:
         """The kinds of the events about request ``rid``, in order (events are flat)."""

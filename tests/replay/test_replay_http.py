@@ -21,7 +21,7 @@ def test_http_session_traces_replay_and_against_url_matches(
     tmp_path: Path, http_server: HttpServer,
 ) -> None:
     trace_dir = tmp_path / "traces"
-    proc, url = http_server(RACE_SERVER, "--trace", str(trace_dir))
+    proc, url = http_server(RACE_SERVER, "--trace", f"{trace_dir}/")
     try:
 
         async def session() -> list[str]:
@@ -57,7 +57,7 @@ def test_both_sides_of_an_http_session_replay_from_their_own_traces(
 
     server_dir = tmp_path / "server"
     client_trace = tmp_path / "client.jsonl"
-    proc, url = http_server(RACE_SERVER, "--trace", str(server_dir))
+    proc, url = http_server(RACE_SERVER, "--trace", f"{server_dir}/")
     script = as_client_script(client_scripts.sampling)
     assert script is not None
     try:

@@ -61,16 +61,17 @@ def test_a_port_that_is_no_port_is_refused_before_anything_starts(port: str, mes
     assert "argument --port: " in proc.stderr and message in proc.stderr
 
 
-def test_a_trace_folder_that_cannot_be_one_is_refused_at_start(tmp_path: Path) -> None:
-    # Over HTTP each session writes its own file long after start-up: a folder that cannot
-    # be made would otherwise only show in the logs, session after session.
+def test_a_trace_path_that_cannot_be_written_is_refused_at_start(tmp_path: Path) -> None:
+    # Sessions may start long after start-up: a trace that cannot be written would
+    # otherwise only show in the logs, session after session.
     a_file = tmp_path / "trace.jsonl"
     a_file.write_text("")
-    proc = _run("--transport", "http", "--port", "0", "--trace", str(a_file))
-    _one_line_error(proc, f"--trace {a_file} is a file: over --transport http or ws it takes a folder")
-    under_a_file = a_file / "traces"
-    proc = _run("--transport", "ws", "--port", "0", "--trace", str(under_a_file))
-    _one_line_error(proc, f"--trace {under_a_file}: cannot create the folder")
+    folder_under_a_file = f"{a_file}/traces/"
+    proc = _run("--transport", "http", "--port", "0", "--trace", folder_under_a_file)
+    _one_line_error(proc, f"--trace {a_file}/traces: cannot write the trace")
+    file_under_a_file = a_file / "t.jsonl"
+    proc = _run("--transport", "ws", "--port", "0", "--trace", str(file_under_a_file))
+    _one_line_error(proc, f"--trace {file_under_a_file}: cannot write the trace")
 
 
 @pytest.mark.parametrize("transport", ["http", "ws"])

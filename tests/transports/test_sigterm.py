@@ -73,7 +73,7 @@ def test_http_server_with_open_sessions(
     tmp_path: Path, http_server: Callable[..., tuple[subprocess.Popen[bytes], str]],
 ) -> None:
     traces = tmp_path / "traces"
-    proc, url = http_server(RACE_SERVER, "--trace", str(traces))
+    proc, url = http_server(RACE_SERVER, "--trace", f"{traces}/")
 
     async def sessions() -> list[str]:
         outcomes: list[str] = []

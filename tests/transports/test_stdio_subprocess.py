@@ -49,8 +49,9 @@ async def test_client_and_server_over_a_real_pipe(tmp_path: Path) -> None:
     header = orjson.loads(lines[0])
     assert header["type"] == "header" and header["role"] == "server"
     assert header["entry_point"].endswith("stdio_server.py:server")
-    assert header["protocol_version"] == "2025-11-25"
-    kinds = [orjson.loads(x)["kind"] for x in lines[1:]]
+    events = [orjson.loads(x) for x in lines[1:]]
+    assert [e["protocol_version"] for e in events if e["kind"] == "initialized"] == ["2025-11-25"]
+    kinds = [e["kind"] for e in events if e["kind"] not in ("sched", "read")]
     assert kinds.count("message_in") >= 5 and kinds.count("message_out") >= 5
     assert kinds[-1] == "session_closed"
 
@@ -150,10 +151,13 @@ def test_cli_entry_point_mistakes_are_one_line_errors(target: str, message: str)
 
 
 def test_cli_trace_path_mistakes_are_one_line_errors(tmp_path: Path) -> None:
-    # A folder over stdio (a folder is what --transport http takes), a path that cannot
-    # be created: one line naming the problem, exit 2, nothing on stdout.
-    for trace, message in ((str(tmp_path), "is a folder: over stdio it takes a file"),
-                           ("/proc/no/such/trace.jsonl", "cannot serve")):
+    # A path that cannot be created, a folder that is a file: one line naming the
+    # problem, exit 2, nothing on stdout.
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    for trace, message in (("/proc/no/such/trace.jsonl", "cannot write the trace"),
+                           (f"{a_file}/", "is a file: a recording of one file per session "
+                                          "takes a folder")):
         proc = subprocess.run(
             [sys.executable, "-m", "mcpactor.cli", "run", "tests/transports/stdio_server.py:server",
              "--trace", trace],
