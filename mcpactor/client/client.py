@@ -284,7 +284,9 @@ class Client:
                 for rt in page.resource_templates]
 
     async def read_resource(self, uri: str, **kw: Any) -> t.ReadResourceResult:
-        """Read a resource; a missing one raises McpError -32602 with ``data.uri``."""
+        """Read a resource. A missing one raises :class:`~mcpactor.RequestError` with
+        ``data.uri``: code -32002 from servers on revisions up to 2025-11-25, -32602 from
+        2026-07-28 (SEP-2164), and either from servers that mix them up."""
         return await self.request("resources/read", {"uri": uri}, **kw)
 
     async def resource_metadata(self, uri: str, **kw: Any) -> t.ReadResourceMetadataResult:
