@@ -20,6 +20,7 @@ from mcpactor.server.content import _CONTENT_TYPES
 from mcpactor.server.context import Context, session_state
 from mcpactor.server.registry import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
 from mcpactor.server.schema import build_signature, validate_tool_name
+from mcpactor.server.schema.prompts import build_prompt_signature
 from mcpactor.server.uri_template import UriTemplate
 from mcpactor.session.groups import plain_errors
 from mcpactor.session.session import Limits, Session
@@ -394,21 +395,22 @@ class Server:
         meta: dict[str, Any] | None = None,
     ) -> Any:
         """Register a prompt. Parameters become prompt arguments (required when they
-        have no default). Return a ``str`` (one user message), content, a list of
+        have no default; described by ``Annotated[..., Field(description=...)]`` or the
+        docstring's ``Args:``); the client's strings are converted to the annotated
+        types (``int``, ``bool``, ``Literal``, ``Enum``, models from JSON...), a value
+        that does not convert being -32602 naming the argument. Return a ``str`` (one user message), content, a list of
         ``PromptMessage``/``(role, content)`` items, or a ``GetPromptResult``.
         ``@server.prompt`` works without parentheses too."""
         if callable(name):
             return self.prompt()(name)
 
         def register(fn: F) -> F:
-            ctx_param = _context_param(fn)
-            args = []
-            for pname, p in inspect.signature(fn).parameters.items():
-                if pname == ctx_param or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                    continue
-                args.append(
-                    t.PromptArgument(name=pname, required=p.default is inspect.Parameter.empty)
-                )
+            sig = build_prompt_signature(fn, skip=(Context,))
+            args = [
+                t.PromptArgument(name=a.name, title=a.title, description=a.description,
+                                 required=a.required)
+                for a in sig.arguments
+            ]
             prompt_name = name or fn.__name__
             prompt = t.Prompt(
                 name=prompt_name,
@@ -419,7 +421,7 @@ class Server:
                 meta=meta,
             )
             self.prompts[prompt_name] = PromptEntry(
-                fn, prompt, ctx_param, inspect.iscoroutinefunction(fn)
+                fn, prompt, sig.context_param, inspect.iscoroutinefunction(fn), sig
             )
             return fn
 

@@ -306,7 +306,10 @@ class ServerHandler:
                 f"Missing required argument(s) for prompt {params.name}: {', '.join(missing)}",
                 data={"path": "params.arguments", "missing": missing},
             )
-        kwargs: dict[str, Any] = {k: v for k, v in given.items() if k in declared}
+        if entry.sig is not None:
+            kwargs = entry.sig.convert(params.name, given)
+        else:
+            kwargs = {k: v for k, v in given.items() if k in declared}
         if entry.context_param is not None:
             kwargs[entry.context_param] = Context(rc, self.server)
         try:
