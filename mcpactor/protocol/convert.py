@@ -317,8 +317,10 @@ def _unstructure_class_hook(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
     fields = attrs.fields(cls)
     has_extra = any(f.name == "extra" for f in fields)
     overrides = {
+        # ``metadata={"wire": False}``: a field of ours only (a client's typed view of a
+        # result), never sent.
         f.name: override(omit=True)
-        if f.name == "extra"
+        if f.name == "extra" or f.metadata.get("wire") is False
         else override(rename=wire_name(f.name), omit_if_default=f.default is None)
         for f in fields
     }
