@@ -4,11 +4,13 @@ from mcpactor.client.client import Client, ClientHandlers, connect_stdio, connec
 from mcpactor.client.handlers import HandlerContext
 from mcpactor.client.remote import connect_http, connect_sse, connect_websocket
 from mcpactor.client.results import ToolResult
+from mcpactor.transports.http_proxy import TlsOptions
 
 __all__ = [
     "Client",
     "ClientHandlers",
     "HandlerContext",
+    "TlsOptions",
     "ToolResult",
     "connect_http",
     "connect_sse",
