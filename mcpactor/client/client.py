@@ -289,8 +289,9 @@ class Client:
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
         if meta:
             params["_meta"] = meta
-        result: t.CallToolResult = await self.request(
-            "tools/call", params, timeout=timeout, on_progress=on_progress
+        result: ToolResult[Any] = await self.request(
+            "tools/call", params, timeout=timeout, on_progress=on_progress,
+            result_cls=ToolResult[Any],
         )
         schemas = self._output_schemas
         schema = schemas.get(name) if validate and schemas is not None else None

@@ -13,7 +13,14 @@ __all__ = ["ToolResult", "typed_result"]
 
 T = TypeVar("T")
 
-_FIELDS = tuple(a.name for a in attrs.fields(t.CallToolResult))
+class _Unread:
+    """``ToolResult.typed`` before a type was asked for."""
+
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+_UNREAD: Any = _Unread()
 
 
 @attrs.frozen(kw_only=True)
@@ -21,18 +28,30 @@ class ToolResult(t.CallToolResult, Generic[T]):
     """A ``tools/call`` result with its structured content read back: ``data`` is the
     ``result_type`` instance when the call asked for one, else the
     ``structuredContent`` dict (None for an ``is_error`` result or one without
-    structured content)."""
+    structured content).
 
-    data: T | None = attrs.field(default=None, metadata={"wire": False})
+    The client's connection builds it straight from the wire (``typed`` is never on
+    the wire), so a call without ``result_type`` costs nothing more.
+    """
+
+    typed: Any = attrs.field(default=_UNREAD, metadata={"wire": False}, repr=False)
+
+    @property
+    def data(self) -> T | None:
+        """The structured content, as ``result_type`` when the call gave one."""
+        if self.is_error:
+            return None
+        if self.typed is _UNREAD:
+            return self.structured_content  # type: ignore[return-value]
+        return self.typed
 
 
-def typed_result(name: str, result: t.CallToolResult, result_type: Any) -> ToolResult[Any]:
-    """``result`` with ``data`` filled in (see :class:`ToolResult`); InvalidResult when
-    the structured content does not fit ``result_type``."""
-    values = {f: getattr(result, f) for f in _FIELDS}
+def typed_result(name: str, result: ToolResult[Any], result_type: Any) -> ToolResult[Any]:
+    """``result`` with ``data`` read as ``result_type`` (see :class:`ToolResult`);
+    InvalidResult when the structured content does not fit it."""
     structured = result.structured_content
     if result_type is None or result.is_error:
-        return ToolResult(**values, data=None if result.is_error else structured)
+        return result
     from mcpactor.server.schema.types import ConversionError, type_converter
 
     try:
@@ -59,4 +78,4 @@ def typed_result(name: str, result: t.CallToolResult, result_type: Any) -> ToolR
         raise InvalidResult(
             f"tool {name!r} returned structuredContent that does not fit {shown}: "
             f"{path}: {exc.reason}", data={"path": path, "reason": exc.reason}) from None
-    return ToolResult(**values, data=data)
+    return attrs.evolve(result, typed=data)
