@@ -236,8 +236,12 @@ class Server:
         call without them is refused with 403 ``insufficient_scope``).
         """
 
-        if callable(name):  # @server.tool, without parentheses
-            return self.tool()(name)
+        if callable(name):  # @server.tool, without parentheses (or tool(fn, ...))
+            return self.tool(
+                None, title=title, description=description, annotations=annotations,
+                icons=icons, input_schema=input_schema, output_schema=output_schema,
+                structured_output=structured_output, meta=meta, scopes=scopes,
+            )(name)
 
         def register(fn: F) -> F:
             tool_name = name or fn.__name__
@@ -401,8 +405,9 @@ class Server:
         that does not convert being -32602 naming the argument. Return a ``str`` (one user message), content, a list of
         ``PromptMessage``/``(role, content)`` items, or a ``GetPromptResult``.
         ``@server.prompt`` works without parentheses too."""
-        if callable(name):
-            return self.prompt()(name)
+        if callable(name):  # @server.prompt, without parentheses (or prompt(fn, ...))
+            return self.prompt(
+                None, title=title, description=description, icons=icons, meta=meta)(name)
 
         def register(fn: F) -> F:
             sig = build_prompt_signature(fn, skip=(Context,))

@@ -33,12 +33,18 @@ async def test_tool_decorator_without_parentheses_registers_the_function() -> No
         """Subtract."""
         return a - b
 
+    async def mul(a: int, b: int) -> int:
+        return a * b
+
+    server.tool(mul, title="Multiply")  # the function first, options after it
+
     # The name stays bound to the function, not to a decorator factory.
     assert callable(add) and add.__name__ == "add"
     assert await add(1, 2) == 3
     async with open_client(server) as c:
-        names = sorted(x.name for x in await c.list_all_tools())
-        assert names == ["add", "sub"]
+        tools = {x.name: x for x in await c.list_all_tools()}
+        assert sorted(tools) == ["add", "mul", "sub"]
+        assert tools["mul"].title == "Multiply"
         res = await c.call_tool("add", {"a": 2, "b": 3})
         assert res.structured_content == {"result": 5}
 
