@@ -3,7 +3,10 @@ described from ``Field`` and the docstring, as tool parameters are."""
 
 from __future__ import annotations
 
+import datetime
 import enum
+from decimal import Decimal
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
@@ -113,8 +116,26 @@ def test_unsupported_prompt_annotations_are_refused_at_registration() -> None:
     with pytest.raises(TypeError, match="argument 'x'"):
 
         @server.prompt
-        async def bad(x: complex) -> str:
+        async def bad(x: dict[int, str]) -> str:
             return ""
+
+
+async def test_classes_made_from_strings_are_built_from_the_argument() -> None:
+    server = Server("classes")
+
+    @server.prompt
+    async def where(path: Path, when: datetime.date, amount: Decimal | None = None) -> str:
+        """Classes the schema does not describe."""
+        assert isinstance(path, Path) and isinstance(when, datetime.date)
+        return f"{path.name} {when.year} {amount!r}"
+
+    async with open_client(server) as c:
+        res = await c.get_prompt("where", {"path": "/tmp/notes.txt", "when": "2030-05-01"})
+        assert _text(res) == "notes.txt 2030 None"
+        with pytest.raises(McpError) as info:
+            await c.get_prompt("where", {"path": "x", "when": "soon"})
+        assert info.value.code == -32602 and "'when'" in info.value.message
+        assert "not a valid date" in info.value.message
 
 
 async def test_missing_required_arguments_are_still_listed() -> None:

@@ -4,13 +4,17 @@ Prompt arguments travel as strings. Each parameter's annotation is compiled as a
 parameter's is, and the string is turned into that type: as it is when the type takes
 strings, else as JSON (``"5"`` → 5, ``"true"`` → True, ``'{"a": 1}'`` → a model),
 with the usual spellings of booleans (``yes``/``no``, ``on``/``off``, ``1``/``0``).
-A value that does not convert is -32602 naming the argument.
+A value that does not convert is -32602 naming the argument. A class the schema
+compiler does not know (``Path``, ``UUID``, ``Decimal``, ``datetime`` ...) is built from
+the string itself (``fromisoformat`` for dates and times).
 """
 
 from __future__ import annotations
 
+import datetime
 import inspect
 import json
+import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
@@ -22,7 +26,7 @@ from mcpactor.server.schema.compiler import _Compiler, _fields, _hints, _strip_a
 from mcpactor.server.schema.docstrings import _param_docs
 from mcpactor.server.schema.fields import MISSING
 from mcpactor.server.schema.signature import _is_field_default, _is_skipped
-from mcpactor.server.schema.validate import _Invalid
+from mcpactor.server.schema.validate import _Invalid, _Prop
 
 __all__ = ["PromptArgumentSpec", "PromptSignature", "build_prompt_signature"]
 
@@ -52,6 +56,40 @@ class PromptSignature:
     arguments: tuple[PromptArgumentSpec, ...]
     context_param: str | None
     convert: Callable[[str, Mapping[str, Any]], dict[str, Any]] = attrs.field(repr=False)
+
+
+def _from_text(cls: type) -> Callable[[Any], Any]:
+    """A converter building ``cls`` from the argument's string (``fromisoformat`` for
+    dates and times)."""
+    make: Callable[[Any], Any] = (
+        cls.fromisoformat if issubclass(cls, (datetime.date, datetime.time))
+        else cls)
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, cls):
+            return value
+        try:
+            return make(value)
+        except (TypeError, ValueError, ArithmeticError) as exc:
+            raise _Invalid(f"not a valid {cls.__name__}: {exc}") from None
+
+    return convert
+
+
+def _text_converter(ann: Any) -> Callable[[Any], Any] | None:
+    """:func:`_from_text` for a class or an ``Optional`` one; None for anything else."""
+    if isinstance(ann, type):
+        return _from_text(ann)
+    if typing.get_origin(ann) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(ann) if a is not type(None)]
+        if len(members) == 1 and isinstance(members[0], type):
+            inner = _from_text(members[0])
+
+            def optional(value: Any) -> Any:
+                return None if value is None else inner(value)
+
+            return optional
+    return None
 
 
 def _as_float(conv: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -122,7 +160,15 @@ def build_prompt_signature(fn: Callable[..., Any], *, skip: Iterable[type] = ())
             ann = typing.Annotated[ann, default]
             has_default, default = False, MISSING
         arg_where = f"{where}, argument {pname!r}"
-        _, prop = compiler._property(pname, pname, ann, has_default, default, arg_where)
+        try:
+            _, prop = compiler._property(pname, pname, ann, has_default, default, arg_where)
+        except TypeError:
+            # Not JSON data, but a class made from a string (Path, UUID, Decimal,
+            # datetime ...): a prompt argument is one.
+            text_conv = _text_converter(_strip_annotated(ann)[0])
+            if text_conv is None:
+                raise
+            prop = _Prop(pname, pname, text_conv, not has_default, MISSING)
         meta = _strip_annotated(ann)[1]
         fields = _fields(meta, arg_where)
         titles = [f.title for f in fields if f.title is not None]
