@@ -106,7 +106,7 @@ def to_content(value: Any) -> list[ContentValue]:
         )
     if attrs.has(type(value)):
         value = attrs.asdict(value)
-    else:
+    elif type(value) not in (dict, int, float, bool):  # those go to orjson as they are
         from mcpactor.server.schema.output import to_jsonable
 
         try:
