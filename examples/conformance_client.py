@@ -29,8 +29,7 @@ from mcpactor.auth import (
     OAuthClient,
 )
 from mcpactor.auth.grants import Grant
-from mcpactor.protocol.types import ElicitResult
-from mcpactor.session.context import RequestContext
+from mcpactor.protocol.types import ElicitRequestParams, ElicitResult
 
 
 def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
@@ -42,7 +41,7 @@ def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-async def accept_with_defaults(params: Any, rc: RequestContext) -> ElicitResult:
+async def accept_with_defaults(params: ElicitRequestParams) -> ElicitResult:
     """Elicitation handler: accept, filling in the schema's defaults (SEP-1034)."""
     schema = getattr(params, "requested_schema", None) or {}
     return ElicitResult(action="accept", content=_defaults(schema))

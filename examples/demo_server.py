@@ -1,56 +1,17 @@
-"""A small server for `mcpactor demo`: a tool, a slow tool with progress, a resource, a prompt.
+"""The `mcpactor demo` server, from a source checkout.
 
-    python examples/demo_server.py                       # serve over stdio
-    python examples/demo_server.py --trace demo.jsonl    # ... and record the session
-    mcpactor replay demo.jsonl                           # re-execute it deterministically
+The server itself lives in the package (``mcpactor/demo/server.py``) so that
+``mcpactor demo`` also runs from an installed wheel; this file keeps the old ways in:
+
+    python examples/demo_server.py --trace demo.jsonl
+    mcpactor run examples/demo_server.py:server
 """
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from mcpactor.demo.server import main, server
 
-import trio
-
-from mcpactor import Context, Server
-
-server = Server("demo", version="1.0.0", instructions="A tiny server to try record and replay.")
-
-
-@server.tool()
-async def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-@server.tool(annotations={"readOnlyHint": True})
-async def slow(steps: int, ctx: Context) -> str:
-    """Count to `steps`, a tenth of a second per step, reporting progress."""
-    for i in range(steps):
-        await ctx.report_progress(i + 1, steps, f"step {i + 1} of {steps}")
-        await trio.sleep(0.1)
-    return f"counted to {steps}"
-
-
-@server.resource("demo://greeting", mime_type="text/plain")
-async def greeting() -> str:
-    """A static text resource."""
-    return "Hello from the demo server."
-
-
-@server.prompt()
-async def review(code: str) -> str:
-    """Ask for a code review."""
-    return f"Please review this code:\n\n{code}"
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", metavar="PATH", help="record the session as a JSONL trace")
-    args = parser.parse_args()
-    # The header names this file absolutely, so `mcpactor replay` works from anywhere.
-    server.run(trace=args.trace, entry_point=f"{Path(__file__).resolve()}:server")
-
+__all__ = ["main", "server"]
 
 if __name__ == "__main__":
     main()

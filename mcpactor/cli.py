@@ -63,10 +63,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     assert isinstance(server, Server)
     options = _http_options(args)
     from mcpactor.cli_auth import resource_server
+    from mcpactor.extras import MissingExtra, require
 
     try:
         auth = resource_server(args)
-    except ValueError as exc:
+        if args.http_server == "hypercorn":
+            require("hypercorn", "--server hypercorn")
+    except (ValueError, MissingExtra) as exc:
         raise CliError(str(exc)) from None
     if auth is not None:
         options["auth"] = auth

@@ -33,6 +33,7 @@ pip_install() {
 }
 pip_install -r "$root/benchmarks/requirements.txt"
 # --no-deps would miss a new project dependency; a plain editable install is cheap.
-pip_install -e "$root"
+# hypercorn is an extra now (mcpactor[hypercorn]); the benchmarks serve through it too.
+pip_install -e "$root[hypercorn]"
 echo "$want" > "$stamp"
 echo "bench venv ready: $venv"

@@ -9,12 +9,11 @@ import time
 import uuid
 from urllib.parse import quote
 
-import jwt
-
 from mcpactor.auth.errors import AuthorizationError, TokenEndpointError
 from mcpactor.auth.httpio import OAuthHttp
 from mcpactor.auth.metadata import AuthorizationServerMetadata
 from mcpactor.auth.storage import ClientInfo, TokenSet
+from mcpactor.extras import require
 
 __all__ = ["JWT_BEARER_ASSERTION", "client_assertion", "request_token"]
 
@@ -23,12 +22,15 @@ JWT_BEARER_ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 def client_assertion(client_id: str, audience: str, private_key_pem: str, algorithm: str,
                      *, lifetime: float = 300.0) -> str:
-    """A signed JWT authenticating the client (RFC 7523 §2.2; audience = the issuer)."""
+    """A signed JWT authenticating the client (RFC 7523 §2.2; audience = the issuer).
+    Needs PyJWT (``mcpactor[auth]``)."""
+    jwt = require("jwt", "private_key_jwt client authentication")
     now = int(time.time())
     claims = {"iss": client_id, "sub": client_id, "aud": audience, "iat": now,
               "exp": now + int(lifetime), "jti": str(uuid.uuid4())}
     try:
-        return jwt.encode(claims, private_key_pem, algorithm=algorithm)
+        assertion: str = jwt.encode(claims, private_key_pem, algorithm=algorithm)
+        return assertion
     except (jwt.PyJWTError, ValueError, TypeError) as exc:
         raise AuthorizationError(f"cannot sign the client assertion: {exc}") from exc
 

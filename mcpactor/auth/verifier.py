@@ -11,14 +11,17 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 import attrs
-import jwt
 import trio
 
 from mcpactor.auth.httpio import OAuthHttp
+from mcpactor.extras import require
+
+if TYPE_CHECKING:
+    import jwt
 
 __all__ = [
     "AccessToken",
@@ -106,6 +109,9 @@ class JwtVerifier:
     ) -> None:
         if jwks_url is None and jwks is None:
             raise ValueError("JwtVerifier needs jwks_url or jwks")
+        # PyJWT (mcpactor[auth]) is needed from here on: found missing now, not at the
+        # first token.
+        self._jwt = require("jwt", "JwtVerifier (JWT access tokens)")
         self.issuer = issuer
         self.audience = audience
         self.jwks_url = jwks_url
@@ -116,8 +122,8 @@ class JwtVerifier:
         self._keys: jwt.PyJWKSet | None = None
         if jwks is not None:
             try:
-                self._keys = jwt.PyJWKSet.from_dict(jwks)
-            except jwt.PyJWTError as exc:
+                self._keys = self._jwt.PyJWKSet.from_dict(jwks)
+            except self._jwt.PyJWTError as exc:
                 raise ValueError(f"unusable jwks: {exc}") from exc
         self._fetched_at = -float("inf")
         self._lock = trio.Lock()
@@ -129,8 +135,8 @@ class JwtVerifier:
         if not answer.ok or not isinstance(answer.data, dict):
             raise InvalidToken("cannot fetch the issuer's keys")
         try:
-            self._keys = jwt.PyJWKSet.from_dict(answer.data)
-        except jwt.PyJWTError as exc:
+            self._keys = self._jwt.PyJWKSet.from_dict(answer.data)
+        except self._jwt.PyJWTError as exc:
             raise InvalidToken(f"unusable JWKS: {exc}") from exc
 
     def _find(self, kid: str | None) -> jwt.PyJWK | None:
@@ -158,16 +164,16 @@ class JwtVerifier:
     async def verify(self, token: str) -> AccessToken:
         """See :class:`TokenVerifier`."""
         try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError as exc:
+            header = self._jwt.get_unverified_header(token)
+        except self._jwt.PyJWTError as exc:
             raise InvalidToken("not a JWT") from exc
         key = await self._key(header.get("kid"))
         try:
-            claims = jwt.decode(
+            claims = self._jwt.decode(
                 token, key, algorithms=self.algorithms, audience=_accepted(self.audience),
                 issuer=self.issuer, leeway=self.leeway, options={"require": ["exp", "iss", "aud"]},
             )
-        except jwt.PyJWTError as exc:
+        except self._jwt.PyJWTError as exc:
             raise InvalidToken(str(exc)) from exc
         return AccessToken(
             token=token, subject=claims.get("sub"), client_id=claims.get("client_id") or claims.get("azp"),

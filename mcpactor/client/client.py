@@ -12,6 +12,16 @@ import attrs
 import trio
 
 from mcpactor import __version__
+from mcpactor.client.handlers import (
+    ElicitationHandler,
+    HandlerContext,
+    NotificationCallback,
+    RootsProvider,
+    SamplingHandler,
+    call,
+    positional_count,
+)
+from mcpactor.client.results import ToolResult, typed_result
 from mcpactor.protocol import connection as pc
 from mcpactor.protocol import types as t
 from mcpactor.protocol import versions
@@ -35,10 +45,16 @@ from mcpactor.transports.base import Transport
 
 log = logging.getLogger("mcpactor.client")
 
-SamplingHandler = Callable[[t.CreateMessageRequestParams, RequestContext], Awaitable[Any]]
-ElicitationHandler = Callable[[Any, RequestContext], Awaitable[Any]]
-RootsProvider = Callable[[], Awaitable[list[t.Root]]] | list[t.Root]
-NotificationCallback = Callable[[Any], Awaitable[None] | None]
+def _handler(*choices: int) -> Any:
+    """An attrs validator: the handler can be called with one of ``choices`` positional
+    arguments (checked when set, so a wrong signature is found at registration)."""
+
+    def check(instance: Any, attribute: Any, value: Any) -> None:
+        if value is None or (attribute.name == "roots" and isinstance(value, list)):
+            return
+        positional_count(value, attribute.name, choices)
+
+    return check
 
 
 @attrs.define
@@ -47,19 +63,27 @@ class ClientHandlers:
 
     A capability is declared exactly when its handler is given: ``sampling`` with a
     sampling handler, ``elicitation`` with an elicitation handler, ``roots`` with roots.
+    Handlers take the request's typed params and, if they declare a second parameter,
+    a :class:`HandlerContext`: ``async def sampling(params, ctx=None)``. A handler
+    that cannot be called so is a TypeError here, naming it and the signature expected.
     """
 
-    sampling: SamplingHandler | None = None
-    elicitation: ElicitationHandler | None = None
+    sampling: SamplingHandler | None = attrs.field(default=None, validator=_handler(2, 1))
+    elicitation: ElicitationHandler | None = attrs.field(default=None, validator=_handler(2, 1))
     #: Form and URL elicitation modes to declare (2025-11-25); form only by default.
     elicitation_modes: tuple[str, ...] = ("form",)
-    roots: RootsProvider | None = None
-    on_log: NotificationCallback | None = None
-    on_tools_changed: NotificationCallback | None = None
-    on_resources_changed: NotificationCallback | None = None
-    on_prompts_changed: NotificationCallback | None = None
-    on_resource_updated: NotificationCallback | None = None
-    on_notification: NotificationCallback | None = None
+    roots: RootsProvider | None = attrs.field(default=None, validator=_handler(1, 0))
+    on_log: NotificationCallback | None = attrs.field(default=None, validator=_handler(1))
+    on_tools_changed: NotificationCallback | None = attrs.field(
+        default=None, validator=_handler(1))
+    on_resources_changed: NotificationCallback | None = attrs.field(
+        default=None, validator=_handler(1))
+    on_prompts_changed: NotificationCallback | None = attrs.field(
+        default=None, validator=_handler(1))
+    on_resource_updated: NotificationCallback | None = attrs.field(
+        default=None, validator=_handler(1))
+    on_notification: NotificationCallback | None = attrs.field(
+        default=None, validator=_handler(1))
 
     def capabilities(self) -> dict[str, Any]:
         """The client capabilities these handlers imply (wire form)."""
@@ -85,13 +109,15 @@ class _ClientHandler:
     async def handle_request(self, rc: RequestContext) -> Any:
         h = self.h
         if rc.method == "sampling/createMessage" and h.sampling is not None:
-            return await h.sampling(rc.params, rc)
+            return await call(h.sampling, _args(h.sampling, "sampling", (2, 1), rc, rc.params))
         if rc.method == "elicitation/create" and h.elicitation is not None:
-            result = await h.elicitation(rc.params, rc)
+            result = await call(
+                h.elicitation, _args(h.elicitation, "elicitation", (2, 1), rc, rc.params))
             _check_elicited(rc.params, result)
             return result
         if rc.method == "roots/list" and h.roots is not None:
-            roots = h.roots if isinstance(h.roots, list) else await h.roots()
+            roots = h.roots if isinstance(h.roots, list) else await call(
+                h.roots, _args(h.roots, "roots", (1, 0), rc))
             return t.ListRootsResult(roots=roots)
         raise MethodNotFound(f"Method not found: {rc.method}")
 
@@ -120,6 +146,14 @@ class _ClientHandler:
 
     def on_closed(self, session: Session) -> None:
         pass
+
+
+def _args(fn: Any, field: str, choices: tuple[int, ...], rc: RequestContext,
+          *params: Any) -> tuple[Any, ...]:
+    """The arguments a handler takes: its params, then a HandlerContext if it has room."""
+    n = positional_count(fn, field, choices)
+    full = (*params, HandlerContext(rc))
+    return full[:n]
 
 
 def _check_elicited(params: Any, result: Any) -> None:
@@ -235,7 +269,8 @@ class Client:
         on_progress: ProgressCallback | None = None,
         meta: dict[str, Any] | None = None,
         validate: bool = True,
-    ) -> t.CallToolResult:
+        result_type: Any = None,
+    ) -> ToolResult[Any]:
         """Call a tool. Execution failures come back as ``is_error`` results; protocol
         errors (unknown tool, malformed call) raise :class:`McpError`.
 
@@ -243,12 +278,21 @@ class Client:
         result must carry ``structuredContent`` that matches it, as the spec asks
         clients to check: otherwise :class:`InvalidResult` (``data``: the failing path
         and the reason). ``validate=False`` takes the result as it comes.
+
+        The result is a :class:`~mcpactor.client.ToolResult`: the
+        :class:`~mcpactor.protocol.types.CallToolResult` plus ``data``, the structured
+        content as ``result_type`` (a pydantic model, dataclass, attrs class,
+        TypedDict, or any annotation a tool could return: ``int``, ``list[Model]``...,
+        read from ``{"result": ...}`` for non-objects) when given, else the
+        ``structuredContent`` dict; None for an ``is_error`` result. Content that does
+        not fit ``result_type`` raises :class:`InvalidResult`.
         """
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
         if meta:
             params["_meta"] = meta
-        result: t.CallToolResult = await self.request(
-            "tools/call", params, timeout=timeout, on_progress=on_progress
+        result: ToolResult[Any] = await self.request(
+            "tools/call", params, timeout=timeout, on_progress=on_progress,
+            result_cls=ToolResult[Any],
         )
         schemas = self._output_schemas
         schema = schemas.get(name) if validate and schemas is not None else None
@@ -263,7 +307,7 @@ class Client:
                 raise InvalidResult(
                     f"tool {name!r} returned structuredContent that does not match its "
                     f"outputSchema: {error}", data={"path": error.path, "reason": error.reason})
-        return result
+        return typed_result(name, result, result_type)
 
     async def list_resources(self, cursor: str | None = None, **kw: Any) -> t.ListResourcesResult:
         """One page of resources."""
@@ -285,7 +329,9 @@ class Client:
                 for rt in page.resource_templates]
 
     async def read_resource(self, uri: str, **kw: Any) -> t.ReadResourceResult:
-        """Read a resource; a missing one raises McpError -32602 with ``data.uri``."""
+        """Read a resource. A missing one raises :class:`~mcpactor.RequestError` with
+        ``data.uri``: code -32002 from servers on revisions up to 2025-11-25, -32602 from
+        2026-07-28 (SEP-2164), and either from servers that mix them up."""
         return await self.request("resources/read", {"uri": uri}, **kw)
 
     async def resource_metadata(self, uri: str, **kw: Any) -> t.ReadResourceMetadataResult:

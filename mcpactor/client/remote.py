@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,8 @@ from mcpactor.session.groups import plain_errors
 if TYPE_CHECKING:
     from mcpactor.auth.client_flow import OAuthClient
     from mcpactor.transports.base import Transport
-    from mcpactor.transports.http_client import HttpPool
+    from mcpactor.transports.http_client import HeadersFactory, HttpPool, StreamOpener
+    from mcpactor.transports.http_proxy import TlsOptions
 
 __all__ = ["connect_http", "connect_sse", "connect_websocket"]
 
@@ -24,6 +26,11 @@ async def connect_http(
     url: str,
     *,
     headers: dict[str, str] | None = None,
+    headers_factory: HeadersFactory | None = None,
+    proxy: str | None = None,
+    trust_env: bool = True,
+    tls: TlsOptions | ssl.SSLContext | None = None,
+    open_stream: StreamOpener | None = None,
     legacy_fallback: bool = True,
     open_get_stream: bool = True,
     pool: HttpPool | None = None,
@@ -33,18 +40,30 @@ async def connect_http(
     """Connect to a Streamable HTTP server (falling back to legacy HTTP+SSE when the
     server refuses the first POST with a 4xx) and initialize.
 
-    ``headers`` go on every HTTP request (e.g. ``Authorization``); ``options`` are those
-    of :func:`connect_transport` (``handlers``, ``client_info``, ``protocol_version``,
-    ``timeout``, ``init_timeout``, ``tracer``, ``limits``). Leaving the block sends
-    DELETE for the session. ``pool`` shares keep-alive connections (and lets tests count
-    them). ``auth`` (an :class:`~mcpactor.auth.OAuthClient`) authorizes every request
-    with OAuth 2.1 and answers 401/403 challenges (see :mod:`mcpactor.auth`).
+    ``headers`` go on every HTTP request (e.g. ``Authorization``); ``headers_factory``
+    is called before each request for more (``() -> dict``, or a coroutine function: a
+    fresh token, a trace id). ``options`` are those of :func:`connect_transport`
+    (``handlers``, ``client_info``, ``protocol_version``, ``timeout``,
+    ``init_timeout``, ``tracer``, ``limits``). Leaving the block sends DELETE for the
+    session.
+
+    Networking: ``proxy`` (``http://[user:pass@]host:port``; HTTPS goes through a
+    ``CONNECT`` tunnel), else the environment's ``HTTPS_PROXY``/``HTTP_PROXY``/
+    ``NO_PROXY`` (lowercase too) unless ``trust_env=False``; ``tls``: a
+    :class:`~mcpactor.transports.http_proxy.TlsOptions` (``ca_file``, ``cert_file``,
+    ``key_file``, ``verify``) or an ``ssl.SSLContext``; ``open_stream(host, port)``:
+    a byte stream of your own instead of TCP (a Unix socket, a test double).
+    ``pool`` shares keep-alive connections (and lets tests count them; it then carries
+    these options itself). ``auth`` (an :class:`~mcpactor.auth.OAuthClient`)
+    authorizes every request with OAuth 2.1 and answers 401/403 challenges (see
+    :mod:`mcpactor.auth`).
     """
     from mcpactor.transports.http_client import split_url
     from mcpactor.transports.streamable_client import StreamableHttpClientTransport
 
-    pool = _authorized(pool, auth)
     split_url(url)  # a malformed URL is the caller's ValueError now, not a failed session
+    pool = _pool(pool, auth, headers_factory=headers_factory, proxy=proxy,
+                 trust_env=trust_env, tls=tls, open_stream=open_stream)
 
     async def start(nursery: trio.Nursery) -> Transport:
         return StreamableHttpClientTransport(
@@ -61,14 +80,20 @@ async def connect_sse(
     url: str,
     *,
     headers: dict[str, str] | None = None,
+    headers_factory: HeadersFactory | None = None,
+    proxy: str | None = None,
+    trust_env: bool = True,
+    tls: TlsOptions | ssl.SSLContext | None = None,
+    open_stream: StreamOpener | None = None,
     pool: HttpPool | None = None,
     auth: OAuthClient | None = None,
     **options: Any,
 ) -> AsyncIterator[Client]:
     """Connect to a legacy HTTP+SSE server (protocol 2024-11-05) at its SSE URL.
 
-    ``headers``, ``pool`` and ``auth`` (OAuth 2.1 for the stream and every POST) as for
-    :func:`connect_http`; ``options`` are those of :func:`connect_transport`.
+    ``headers``, ``headers_factory``, ``proxy``, ``trust_env``, ``tls``,
+    ``open_stream``, ``pool`` and ``auth`` (OAuth 2.1 for the stream and every POST) as
+    for :func:`connect_http`; ``options`` are those of :func:`connect_transport`.
     """
     from mcpactor.protocol.versions import V2024_11_05
     from mcpactor.transports.http_client import split_url
@@ -76,7 +101,8 @@ async def connect_sse(
 
     options.setdefault("protocol_version", V2024_11_05)
     split_url(url)
-    pool = _authorized(pool, auth)
+    pool = _pool(pool, auth, headers_factory=headers_factory, proxy=proxy,
+                 trust_env=trust_env, tls=tls, open_stream=open_stream)
 
     async def start(nursery: trio.Nursery) -> Transport:
         transport = LegacySseClientTransport(url, nursery, headers=headers, pool=pool)
@@ -91,15 +117,34 @@ async def connect_sse(
         yield client
 
 
-def _authorized(pool: HttpPool | None, auth: OAuthClient | None) -> HttpPool | None:
-    # [auth] OAuth rides on the pool: every request the transport makes gets the token.
-    if auth is None:
+def _pool(pool: HttpPool | None, auth: OAuthClient | None, *, trust_env: bool,
+          **networking: Any) -> HttpPool:
+    """The pool the transport sends through, built from the networking options."""
+    given = sorted(k for k, v in networking.items() if v is not None)
+    if not trust_env:
+        given.append("trust_env")
+    if pool is not None:
+        if given:
+            raise TypeError(f"pass {', '.join(given)} to the HttpPool given as pool=, "
+                            "or leave pool= out")
+        if auth is not None and not _is_authorized(pool):
+            raise TypeError("pass either auth= or a plain pool=, not both")
         return pool
+    options = {k: v for k, v in networking.items() if v is not None}
+    if auth is None:
+        from mcpactor.transports.http_client import HttpPool
+
+        return HttpPool(trust_env=trust_env, **options)
+    # [auth] OAuth rides on the pool: every request the transport makes gets the token.
     from mcpactor.auth.http_auth import AuthorizedPool
 
-    if pool is not None and not isinstance(pool, AuthorizedPool):
-        raise TypeError("pass either auth= or a plain pool=, not both")
-    return pool or AuthorizedPool(auth)
+    return AuthorizedPool(auth, trust_env=trust_env, **options)
+
+
+def _is_authorized(pool: HttpPool) -> bool:
+    from mcpactor.auth.http_auth import AuthorizedPool
+
+    return isinstance(pool, AuthorizedPool)
 
 
 @asynccontextmanager

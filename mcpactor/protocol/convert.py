@@ -281,15 +281,22 @@ converter.register_unstructure_hook_factory(_is_list, _list_unstructure_hook)
 # --- attrs classes: camelCase, _meta, omit None, extra ------------------------------------
 
 
+def _local(field: attrs.Attribute[Any]) -> bool:
+    """``metadata={"wire": False}``: a field of ours only (a client's typed view of a
+    result), never read from nor written to the wire."""
+    return field.metadata.get("wire") is False
+
+
 def _structure_class_hook(cls: type[Any]) -> Callable[[Any, Any], Any]:
     fields = attrs.fields(cls)
     has_extra = any(f.name == "extra" for f in fields)
     overrides = {
-        f.name: override(rename=_EXTRA_KEY if f.name == "extra" else wire_name(f.name))
+        f.name: override(omit=True) if _local(f)
+        else override(rename=_EXTRA_KEY if f.name == "extra" else wire_name(f.name))
         for f in fields
     }
     generated = make_dict_structure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
-    known = frozenset(wire_name(f.name) for f in fields if f.name != "extra")
+    known = frozenset(wire_name(f.name) for f in fields if f.name != "extra" and not _local(f))
     name = cls.__name__
 
     if not has_extra:
@@ -318,7 +325,7 @@ def _unstructure_class_hook(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
     has_extra = any(f.name == "extra" for f in fields)
     overrides = {
         f.name: override(omit=True)
-        if f.name == "extra"
+        if f.name == "extra" or _local(f)
         else override(rename=wire_name(f.name), omit_if_default=f.default is None)
         for f in fields
     }

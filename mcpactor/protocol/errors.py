@@ -16,8 +16,10 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 #: MCP: the peer does not support URL-mode elicitation that a request needs (2025-11-25).
 URL_ELICITATION_REQUIRED = -32042
-#: Used by SEP-2093 and the resources page for a missing resource (same as invalid params).
+#: A missing resource since SEP-2164 (2026-07-28) and in SEP-2093: invalid params.
 RESOURCE_NOT_FOUND = INVALID_PARAMS
+#: A missing resource as the resources page of 2024-11-05 to 2025-11-25 asks for it.
+RESOURCE_NOT_FOUND_LEGACY = -32002
 #: Request cancelled or timed out locally (never sent on the wire; used for typed errors).
 REQUEST_TIMEOUT = -32001
 CONNECTION_CLOSED = -32000
@@ -72,6 +74,23 @@ class InvalidParams(RemoteProtocolError):
     """Params that do not match the method's schema; ``data`` names the failing path."""
 
     code = INVALID_PARAMS
+
+
+class ResourceNotFound(McpError):
+    """Raise in a resource handler when the URI names nothing: the client gets the
+    "Resource not found" error with ``data.uri``, coded as the session's protocol
+    revision says (-32002 up to 2025-11-25, -32602 from 2026-07-28; see
+    :func:`mcpactor.protocol.versions.resource_not_found_code`)."""
+
+    code = RESOURCE_NOT_FOUND
+
+    def __init__(self, uri: str, message: str = "Resource not found", *,
+                 code: int | None = None) -> None:
+        super().__init__(message, code=code, data={"uri": uri})
+        self.uri = uri
+
+    def __str__(self) -> str:
+        return f"{self.message}: {self.uri}"
 
 
 class InternalError(McpError):

@@ -56,6 +56,24 @@ def json_schema_dialect(version: str) -> str | None:
     return None
 
 
+#: Revisions whose resources page asks for -32002 ("Resource not found") when a
+#: ``resources/read`` names nothing. SEP-2164 (2026-07-28) moved to -32602, as SEP-2093
+#: had; a revision not listed here is that one or newer.
+_RESOURCE_NOT_FOUND_32002 = frozenset({V2024_11_05, V2025_03_26, V2025_06_18, V2025_11_25})
+
+
+def resource_not_found_code(version: str | None, method: str = "resources/read") -> int:
+    """The JSON-RPC code for a missing resource on a session speaking ``version``.
+
+    ``resources/read`` follows the revision's resources page: -32002 up to 2025-11-25,
+    -32602 (invalid params, SEP-2164) from 2026-07-28. ``resources/metadata`` exists
+    only through SEP-2093, which specifies -32602 on every revision.
+    """
+    if method == "resources/read" and version in _RESOURCE_NOT_FOUND_32002:
+        return -32002
+    return -32602
+
+
 def capabilities_for(version: str, capabilities: dict[str, object]) -> dict[str, object]:
     """Our declared capabilities as a peer on ``version`` understands them: a capability
     that revision does not define (``completions`` before 2025-03-26) is left out."""

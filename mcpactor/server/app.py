@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 import inspect
+import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator, MutableSet, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableSet,
+    Sequence,
+)
 from contextlib import AbstractAsyncContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import trio
 
 from mcpactor.protocol import types as t
 from mcpactor.protocol.connection import Connection
 from mcpactor.protocol.convert import from_wire, to_wire
-from mcpactor.protocol.lifecycle import Role
+from mcpactor.protocol.errors import CapabilityNotSupported
+from mcpactor.protocol.lifecycle import Role, State
 from mcpactor.server.content import _CONTENT_TYPES
 from mcpactor.server.context import Context, session_state
 from mcpactor.server.registry import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
 from mcpactor.server.schema import build_signature, validate_tool_name
+from mcpactor.server.schema.prompts import build_prompt_signature
 from mcpactor.server.uri_template import UriTemplate
 from mcpactor.session.groups import plain_errors
 from mcpactor.session.session import Limits, Session
@@ -29,6 +40,25 @@ if TYPE_CHECKING:
     from mcpactor.tracing.recorder import Recorder, Rotation
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+log = logging.getLogger("mcpactor.server")
+
+#: What ``Server(capabilities=[...])`` declares for each name it takes.
+_NAMED_CAPABILITIES: dict[str, dict[str, Any]] = {
+    "tools": {"listChanged": True},
+    "resources": {"subscribe": True, "listChanged": True},
+    "prompts": {"listChanged": True},
+    "completions": {},
+    "logging": {},
+}
+
+#: What a list-changed notification needs the session to have declared.
+_NOTIFICATION_FEATURE = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+    "notifications/resources/updated": "resources",
+}
 
 _UNSTRUCTURED = (*_CONTENT_TYPES, t.CallToolResult)
 
@@ -87,6 +117,40 @@ def _as(cls: Any, value: Any) -> Any:
     return from_wire(value, cls)
 
 
+def _declared(
+    capabilities: t.ServerCapabilities | Mapping[str, Any] | Iterable[str] | None,
+) -> dict[str, Any]:
+    """Capabilities given to ``Server(capabilities=...)`` in wire form."""
+    if capabilities is None:
+        return {}
+    if isinstance(capabilities, t.ServerCapabilities):
+        wire = to_wire(capabilities)
+        assert isinstance(wire, dict)
+        return wire
+    if isinstance(capabilities, Mapping):
+        return {str(k): v for k, v in capabilities.items()}
+    if isinstance(capabilities, str):
+        capabilities = [capabilities]
+    out: dict[str, Any] = {}
+    for feature in capabilities:
+        if feature not in _NAMED_CAPABILITIES:
+            raise ValueError(
+                f"unknown capability {feature!r}: name one of "
+                f"{', '.join(_NAMED_CAPABILITIES)}, or pass a dict or ServerCapabilities"
+            )
+        out[feature] = dict(_NAMED_CAPABILITIES[feature])
+    return out
+
+
+def _not_a_name(decorator: str, what: str, value: object) -> None:
+    """``@server.resource`` without its argument hands the function over as the URI."""
+    if callable(value):
+        raise TypeError(
+            f"@server.{decorator} needs {what}: write @server.{decorator}(...) with it, "
+            f"as in the docs (got the function {getattr(value, '__name__', value)!r})"
+        )
+
+
 def _icons(icons: list[t.Icon] | list[dict[str, Any]] | None) -> list[t.Icon] | None:
     if icons is None:
         return None
@@ -112,7 +176,15 @@ class Server:
         instructions: str | None = None,
         page_size: int = 100,
         limits: Limits = Limits(),  # noqa: B008 - frozen
+        capabilities: t.ServerCapabilities | Mapping[str, Any] | Iterable[str] | None = None,
     ) -> None:
+        """``capabilities`` declares features up front, beyond what is registered when a
+        session starts (a session's capabilities are fixed by its ``initialize``): names
+        (``["tools", "prompts", "resources"]``, each with ``listChanged``), a wire-form
+        dict or a :class:`~mcpactor.protocol.types.ServerCapabilities`. A server that
+        will add its first prompt (tool, resource) while sessions run declares it so
+        they can list it and hear ``list_changed``."""
+        self.declared_capabilities = _declared(capabilities)
         self.info = t.Implementation(
             name=name,
             version=version,
@@ -148,10 +220,20 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if self.completion_handler is not None:
             caps["completions"] = {}
+        for feature, value in self.declared_capabilities.items():
+            derived = caps.get(feature)
+            if isinstance(derived, dict) and isinstance(value, dict):
+                caps[feature] = {**derived, **value}
+            else:
+                caps[feature] = value
         return caps
 
     # -- decorators -----------------------------------------------------------------
 
+    @overload
+    def tool(self, name: F, /) -> F: ...
+
+    @overload
     def tool(
         self,
         name: str | None = None,
@@ -164,9 +246,25 @@ class Server:
         output_schema: dict[str, Any] | None = None,
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        name: str | Callable[..., Any] | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: t.ToolAnnotations | dict[str, Any] | None = None,
+        icons: list[t.Icon] | list[dict[str, Any]] | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),  # [auth]
-    ) -> Callable[[F], F]:
-        """Register an ``async def`` (or plain ``def``) as a tool.
+    ) -> Any:
+        """Register an ``async def`` (or plain ``def``) as a tool: ``@server.tool`` or
+        ``@server.tool(...)`` with options.
 
         The input schema comes from the parameters' type hints; the description from
         the docstring. A structured return type (see :mod:`mcpactor.server.schema`) gives
@@ -176,6 +274,13 @@ class Server:
         ``scopes``: OAuth scopes a caller's token must hold (HTTP with ``auth=``; a
         call without them is refused with 403 ``insufficient_scope``).
         """
+
+        if callable(name):  # @server.tool, without parentheses (or tool(fn, ...))
+            return self.tool(
+                None, title=title, description=description, annotations=annotations,
+                icons=icons, input_schema=input_schema, output_schema=output_schema,
+                structured_output=structured_output, meta=meta, scopes=scopes,
+            )(name)
 
         def register(fn: F) -> F:
             tool_name = name or fn.__name__
@@ -233,7 +338,11 @@ class Server:
         Return ``str`` for text, ``bytes`` for a blob, or resource-contents objects (several
         for format alternatives, or for children when ``is_collection=True``). A URI with
         ``{variables}`` registers a template instead (see :meth:`resource_template`).
+        Structured data (a list, a dict, a dataclass, a model) is one JSON text
+        (``application/json`` unless ``mime_type`` says otherwise). Raise
+        :class:`~mcpactor.ResourceNotFound` when a URI names nothing.
         """
+        _not_a_name("resource", "a URI", uri)
         if "{" in uri:
             return self.resource_template(
                 uri, name=name, title=title, description=description, mime_type=mime_type,
@@ -275,6 +384,7 @@ class Server:
     ) -> Callable[[F], F]:
         """Register a function serving every URI that matches an RFC 6570 template; the
         template's variables are passed as keyword arguments."""
+        _not_a_name("resource_template", "a URI template", uri_template)
         matcher = UriTemplate(uri_template)
 
         def register(fn: F) -> F:
@@ -304,6 +414,10 @@ class Server:
 
         return register
 
+    @overload
+    def prompt(self, name: F, /) -> F: ...
+
+    @overload
     def prompt(
         self,
         name: str | None = None,
@@ -312,20 +426,35 @@ class Server:
         description: str | None = None,
         icons: list[t.Icon] | list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
-    ) -> Callable[[F], F]:
+    ) -> Callable[[F], F]: ...
+
+    def prompt(
+        self,
+        name: str | Callable[..., Any] | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[t.Icon] | list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Any:
         """Register a prompt. Parameters become prompt arguments (required when they
-        have no default). Return a ``str`` (one user message), content, a list of
-        ``PromptMessage``/``(role, content)`` items, or a ``GetPromptResult``."""
+        have no default; described by ``Annotated[..., Field(description=...)]`` or the
+        docstring's ``Args:``); the client's strings are converted to the annotated
+        types (``int``, ``bool``, ``Literal``, ``Enum``, models from JSON...), a value
+        that does not convert being -32602 naming the argument. Return a ``str`` (one user message), content, a list of
+        ``PromptMessage``/``(role, content)`` items, or a ``GetPromptResult``.
+        ``@server.prompt`` works without parentheses too."""
+        if callable(name):  # @server.prompt, without parentheses (or prompt(fn, ...))
+            return self.prompt(
+                None, title=title, description=description, icons=icons, meta=meta)(name)
 
         def register(fn: F) -> F:
-            ctx_param = _context_param(fn)
-            args = []
-            for pname, p in inspect.signature(fn).parameters.items():
-                if pname == ctx_param or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                    continue
-                args.append(
-                    t.PromptArgument(name=pname, required=p.default is inspect.Parameter.empty)
-                )
+            sig = build_prompt_signature(fn, skip=(Context,))
+            args = [
+                t.PromptArgument(name=a.name, title=a.title, description=a.description,
+                                 required=a.required)
+                for a in sig.arguments
+            ]
             prompt_name = name or fn.__name__
             prompt = t.Prompt(
                 name=prompt_name,
@@ -336,17 +465,25 @@ class Server:
                 meta=meta,
             )
             self.prompts[prompt_name] = PromptEntry(
-                fn, prompt, ctx_param, inspect.iscoroutinefunction(fn)
+                fn, prompt, sig.context_param, inspect.iscoroutinefunction(fn), sig
             )
             return fn
 
         return register
 
-    def completion(self) -> Callable[[F], F]:
+    @overload
+    def completion(self, fn: F, /) -> F: ...
+
+    @overload
+    def completion(self) -> Callable[[F], F]: ...
+
+    def completion(self, fn: Callable[..., Any] | None = None) -> Any:
         """Register the completion handler: ``(ref, argument, context) -> list[str] |
         Completion | CompleteResult``; ``ref`` is a PromptReference or
         ResourceTemplateReference, ``argument`` a CompletionArgument, ``context`` a
-        CompletionContext or None."""
+        CompletionContext or None. ``@server.completion`` or ``@server.completion()``."""
+        if fn is not None:
+            return self.completion()(fn)
 
         def register(fn: F) -> F:
             self.completion_handler = fn
@@ -354,8 +491,17 @@ class Server:
 
         return register
 
-    def on_roots_changed(self) -> Callable[[F], F]:
-        """Register ``async def f(session)`` called when a client's roots change."""
+    @overload
+    def on_roots_changed(self, fn: F, /) -> F: ...
+
+    @overload
+    def on_roots_changed(self) -> Callable[[F], F]: ...
+
+    def on_roots_changed(self, fn: Callable[..., Any] | None = None) -> Any:
+        """Register ``async def f(session)`` called when a client's roots change
+        (``@server.on_roots_changed`` with or without parentheses)."""
+        if fn is not None:
+            return self.on_roots_changed()(fn)
 
         def register(fn: F) -> F:
             self.roots_changed_handler = fn
@@ -365,6 +511,7 @@ class Server:
 
     def method(self, name: str) -> Callable[[F], F]:
         """Register a handler for a custom (non-MCP) request method: ``f(params, ctx)``."""
+        _not_a_name("method", "the method's name", name)
 
         def register(fn: F) -> F:
             self.custom_methods[name] = fn
@@ -380,10 +527,27 @@ class Server:
         for session in list(only if only is not None else self.sessions):
             if session.closed.is_set() or not session.initialized.is_set():
                 continue
+            if session.connection.state is not State.OPERATING:
+                # Not operating yet (no initialized notification): it lists what is there
+                # once it starts, so there is nothing to tell it.
+                log.debug("session %s not told %s: not operating yet", session.id, method)
+                continue
             try:
                 await session.notify(method, params)
+            except CapabilityNotSupported:
+                # The session started before the feature existed, and capabilities are
+                # fixed by initialize: say how to declare it rather than drop it unseen.
+                feature = _NOTIFICATION_FEATURE.get(method, method)
+                log.warning(
+                    "session %s was not told %s: it started before this server had %s, "
+                    "so it did not declare them (declare them up front: "
+                    "Server(..., capabilities=[%r]))", session.id, method, feature, feature)
             except Exception:  # one dead session must not stop the others
-                continue
+                if session.closed.is_set():
+                    log.debug("session %s closed before %s reached it", session.id, method)
+                else:
+                    log.warning("session %s: sending %s failed", session.id, method,
+                                exc_info=True)
 
     async def notify_tools_list_changed(self) -> None:
         """Tell every session that the tool list changed."""

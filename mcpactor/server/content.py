@@ -106,6 +106,13 @@ def to_content(value: Any) -> list[ContentValue]:
         )
     if attrs.has(type(value)):
         value = attrs.asdict(value)
+    elif type(value) not in (dict, int, float, bool):  # those go to orjson as they are
+        from mcpactor.server.schema.output import to_jsonable
+
+        try:
+            value = to_jsonable(value)  # dataclasses, pydantic models, enums ...
+        except TypeError:
+            pass  # orjson may still know it (datetime, UUID ...)
     return [TextContent(text=to_json_text(value))]
 
 

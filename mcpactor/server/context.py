@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 
@@ -11,6 +11,7 @@ from mcpactor.protocol.convert import to_wire
 from mcpactor.protocol.errors import CapabilityNotSupported, InvalidResult
 from mcpactor.protocol.json_schema import first_error
 from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.server.elicitation import ElicitationResult, elicitation_form
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
 from mcpactor.session.tracker import Timeout
@@ -18,6 +19,8 @@ from mcpactor.session.tracker import Timeout
 if TYPE_CHECKING:
     from mcpactor.auth.verifier import AccessToken
     from mcpactor.server.app import Server
+
+T = TypeVar("T")
 
 #: Severity order of MCP log levels (RFC 5424 names), least severe first.
 LOG_LEVELS: tuple[str, ...] = (
@@ -201,19 +204,58 @@ class Context:
         assert isinstance(result, t.CreateMessageResult)
         return result
 
+    @overload
     async def elicit(
         self,
         message: str,
         requested_schema: dict[str, Any],
         *,
         timeout: Timeout | float | None = None,
-    ) -> t.ElicitResult:
+    ) -> t.ElicitResult: ...
+
+    @overload
+    async def elicit(
+        self,
+        message: str,
+        requested_schema: type[T],
+        *,
+        timeout: Timeout | float | None = None,
+    ) -> ElicitationResult[T]: ...
+
+    @overload
+    async def elicit(
+        self,
+        message: str,
+        requested_schema: Any,
+        *,
+        timeout: Timeout | float | None = None,
+    ) -> ElicitationResult[Any]: ...
+
+    async def elicit(
+        self,
+        message: str,
+        requested_schema: Any,
+        *,
+        timeout: Timeout | float | None = None,
+    ) -> t.ElicitResult | ElicitationResult[Any]:
         """Ask the user for structured input (form-mode ``elicitation/create``).
 
-        Accepted content that does not match ``requested_schema`` raises
-        :class:`~mcpactor.protocol.errors.InvalidResult` (in a tool: an ``isError``
-        result, unless the tool catches it).
+        ``requested_schema`` is a type, or a JSON schema written by hand. A type (a
+        pydantic model, dataclass, attrs class or TypedDict whose fields are str, int,
+        float, bool, a ``Literal``/``Enum`` of strings or a list of those; or one such
+        value alone) gives its form schema and an :class:`ElicitationResult` whose
+        ``data`` is an instance of it once accepted (``action`` says whether). A dict
+        is sent as it is and gives the client's :class:`~mcpactor.protocol.types.
+        ElicitResult`. A type no form can hold is a TypeError before anything is sent.
+
+        Accepted content that does not match the schema (or does not convert to the
+        type) raises :class:`~mcpactor.protocol.errors.InvalidResult` (in a tool: an
+        ``isError`` result, unless the tool catches it).
         """
+        form = None
+        if not isinstance(requested_schema, dict):
+            form = elicitation_form(requested_schema)
+            requested_schema = form.schema
         self._require("elicitation", "elicitation")
         params: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
         version = self.protocol_version
@@ -229,6 +271,9 @@ class Context:
                 raise InvalidResult(
                     f"the client's elicitation content does not match the requested schema: "
                     f"{error}", data={"path": error.path, "reason": error.reason})
+        if form is not None:
+            content = to_wire(result.content) if result.content is not None else None
+            return form.result(result.action, content)
         return result
 
     async def elicit_url(

@@ -21,13 +21,15 @@ from mcpactor.protocol.errors import (
     MethodNotFound,
     RequestError,
     RequestTimeout,
+    ResourceNotFound,
 )
 from mcpactor.protocol.json_schema import first_error
+from mcpactor.protocol.versions import resource_not_found_code
 from mcpactor.server.compat import downgrade_content, downgrade_tool_result
 from mcpactor.server.content import _CONTENT_TYPES, resource_contents, to_content, to_json_text
 from mcpactor.server.context import LOG_LEVELS, Context, session_state
 from mcpactor.server.registry import paginate
-from mcpactor.server.schema import serialize_output
+from mcpactor.server.schema import serialize_output, to_jsonable
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
 
@@ -183,10 +185,11 @@ class ServerHandler:
         return t.ListResourceTemplatesResult(resource_templates=page, next_cursor=nxt)
 
     def _find(
-        self, uri: str
+        self, uri: str, version: str | None, method: str
     ) -> tuple[t.Resource, Callable[..., Any], bool, dict[str, Any], str | None]:
         """The resource at ``uri``: metadata, function, async-ness, keyword arguments and
-        the name of its Context parameter; -32602 with ``data.uri`` when there is none."""
+        the name of its Context parameter; "Resource not found" with ``data.uri`` (coded
+        as ``version`` says for ``method``) when there is none."""
         entry = self.server.resources.get(uri)
         if entry is not None:
             return entry.resource, entry.fn, entry.is_async, {}, entry.context_param
@@ -197,18 +200,22 @@ class ServerHandler:
                     tpl.resource_for(uri), tpl.fn, tpl.is_async,
                     tpl.arguments(variables), tpl.context_param,
                 )
-        raise InvalidParams("Resource not found", data={"uri": uri})
+        raise _not_found(uri, version, method)
 
     async def read_resource(self, rc: RequestContext) -> t.ReadResourceResult:
         """``resources/read`` with SEP-2093 metadata on every contents item and its
         collection rules: a non-collection returns only the URI asked for."""
         params: t.ReadResourceRequestParams = rc.params
         uri = params.uri
-        resource, fn, is_async, kwargs, ctx_param = self._find(uri)
+        version = rc.session.connection.protocol_version
+        resource, fn, is_async, kwargs, ctx_param = self._find(uri, version, rc.method)
         if ctx_param is not None:
             kwargs[ctx_param] = Context(rc, self.server)
         try:
             value = await _call(fn, is_async, kwargs)
+        except ResourceNotFound as exc:
+            # Raised by the handler, which cannot know the session's revision.
+            raise _not_found(exc.uri, version, rc.method, exc.message) from None
         except McpError:
             raise
         except Exception as exc:
@@ -216,9 +223,11 @@ class ServerHandler:
             raise InternalError(f"Internal error reading {uri}: {exc}") from exc
         if isinstance(value, t.ReadResourceResult):
             contents = list(value.contents)
+        elif isinstance(value, (list, tuple)) and any(
+                isinstance(item, _RESOURCE_CONTENTS) for item in value):
+            contents = [self._contents(resource, item) for item in value]
         else:
-            items = value if isinstance(value, (list, tuple)) else [value]
-            contents = [self._contents(resource, item) for item in items]
+            contents = [self._contents(resource, value)]
         if not contents:
             raise InternalError(f"resource {uri} produced no contents")
         if resource.is_collection is False and any(c.uri != uri for c in contents):
@@ -229,17 +238,23 @@ class ServerHandler:
 
     @staticmethod
     def _contents(resource: t.Resource, item: Any) -> t.TextResourceContents | t.BlobResourceContents:
-        if isinstance(item, (t.TextResourceContents, t.BlobResourceContents)):
+        if isinstance(item, _RESOURCE_CONTENTS):
             return item
+        mime_type = resource.mime_type
         if not isinstance(item, (str, bytes, bytearray)):
-            raise InternalError(
-                f"resource {resource.uri} returned {type(item).__name__}; "
-                "return str, bytes or resource contents"
-            )
+            # Data (a list, a dict, a model) is one JSON document, not one item each.
+            try:
+                item = to_json_text(to_jsonable(item))
+            except TypeError as exc:
+                raise InternalError(
+                    f"resource {resource.uri} returned {type(item).__name__} ({exc}); "
+                    "return str, bytes, resource contents or JSON-able data"
+                ) from None
+            mime_type = mime_type or "application/json"
         return resource_contents(
             resource.uri,
             bytes(item) if isinstance(item, bytearray) else item,
-            resource.mime_type,
+            mime_type,
             name=resource.name,
             title=resource.title,
             description=resource.description,
@@ -251,7 +266,8 @@ class ServerHandler:
     async def resource_metadata(self, rc: RequestContext) -> t.ReadResourceMetadataResult:
         """``resources/metadata`` (SEP-2093): the resource without its contents."""
         params: t.ReadResourceMetadataRequestParams = rc.params
-        resource = self._find(params.uri)[0]
+        version = rc.session.connection.protocol_version
+        resource = self._find(params.uri, version, rc.method)[0]
         return t.ReadResourceMetadataResult(resource=resource)
 
     async def subscribe(self, rc: RequestContext) -> dict[str, Any]:
@@ -290,7 +306,10 @@ class ServerHandler:
                 f"Missing required argument(s) for prompt {params.name}: {', '.join(missing)}",
                 data={"path": "params.arguments", "missing": missing},
             )
-        kwargs: dict[str, Any] = {k: v for k, v in given.items() if k in declared}
+        if entry.sig is not None:
+            kwargs = entry.sig.convert(params.name, given)
+        else:
+            kwargs = {k: v for k, v in given.items() if k in declared}
         if entry.context_param is not None:
             kwargs[entry.context_param] = Context(rc, self.server)
         try:
@@ -341,6 +360,16 @@ class ServerHandler:
             )
         session_state(rc.session).log_level = params.level
         return {}
+
+
+_RESOURCE_CONTENTS = (t.TextResourceContents, t.BlobResourceContents)
+
+
+def _not_found(
+    uri: str, version: str | None, method: str, message: str = "Resource not found"
+) -> ResourceNotFound:
+    """The "Resource not found" answer for a session speaking ``version``."""
+    return ResourceNotFound(uri, message, code=resource_not_found_code(version, method))
 
 
 def _holds_content(value: Any) -> bool:

@@ -16,6 +16,7 @@ import attrs
 from mcpactor.protocol import types as t
 from mcpactor.protocol.errors import InvalidParams
 from mcpactor.server.schema import ToolSignature
+from mcpactor.server.schema.prompts import PromptSignature
 from mcpactor.server.uri_template import UriTemplate
 
 Handler = Callable[..., Any]
@@ -108,6 +109,8 @@ class PromptEntry:
     prompt: t.Prompt
     context_param: str | None
     is_async: bool
+    #: Turns the client's string arguments into the parameters' types.
+    sig: PromptSignature | None = None
 
 
 def encode_cursor(offset: int) -> str:

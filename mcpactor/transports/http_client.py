@@ -8,8 +8,9 @@ when a response was read to its end and both sides agreed to keep the connection
 
 from __future__ import annotations
 
+import inspect
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from urllib.parse import urlsplit
 
 import attrs
@@ -23,8 +24,17 @@ from mcpactor.transports.http11_client import (
     ResponseReader,
     request_bytes,
 )
+from mcpactor.transports.http_proxy import (
+    Proxy,
+    ProxyError,
+    TlsOptions,
+    connect_request,
+    parse_connect_response,
+    parse_proxy,
+    proxy_from_env,
+)
 
-__all__ = ["HttpClientError", "HttpPool", "HttpResponse", "Origin", "split_url"]
+__all__ = ["HttpClientError", "HttpPool", "HttpResponse", "Origin", "TlsOptions", "split_url"]
 
 _READ = 64 * 1024
 
@@ -62,11 +72,13 @@ def split_url(url: str) -> tuple[Origin, str]:
 
 
 class _Conn:
-    def __init__(self, stream: trio.abc.Stream) -> None:
+    def __init__(self, stream: trio.abc.Stream, proxy: Proxy | None = None) -> None:
         self.stream = stream
         self.reader: ResponseReader | None = None  # for the request written last
         self.reused = False
         self.bytes_in = 0  # since the current request was written
+        #: Plain HTTP through a proxy: requests go in absolute form, with its credentials.
+        self.proxy = proxy
 
     async def next_event(self) -> object:
         """The next event of the response being read, reading from the socket as needed."""
@@ -202,32 +214,117 @@ class PendingResponse:
         return await pending.response()
 
 
+#: ``headers_factory``: called before every request; extra headers, or an awaitable of them.
+HeadersFactory = Callable[[], Mapping[str, str] | Awaitable[Mapping[str, str]]]
+#: ``open_stream(host, port)``: the byte stream to a host (TCP by default).
+StreamOpener = Callable[[str, int], Awaitable[trio.abc.Stream]]
+
+
 class HttpPool:
-    """Keep-alive connections per origin; one request per connection at a time."""
+    """Keep-alive connections per origin; one request per connection at a time.
+
+    ``proxy``: an HTTP proxy URL for every request; without one, the environment's
+    (``HTTP_PROXY``, ``HTTPS_PROXY``, ``NO_PROXY`` ..., see :mod:`.http_proxy`) unless
+    ``trust_env=False``. ``tls``: :class:`~.http_proxy.TlsOptions` (CA bundle, client
+    certificate, ``verify``) or a ready ``ssl.SSLContext``. ``headers_factory``:
+    called before each request for headers to add (a fresh token, a trace id),
+    overriding same-named ones. ``open_stream``: how to reach a host (a Unix socket,
+    an in-memory stream ...) instead of TCP.
+    """
 
     def __init__(self, *, connect_timeout: float = 10.0, max_idle: int = 8,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None,
+                 tls: TlsOptions | ssl.SSLContext | None = None,
+                 proxy: str | None = None, trust_env: bool = True,
+                 headers_factory: HeadersFactory | None = None,
+                 open_stream: StreamOpener | None = None) -> None:
         self._idle: dict[Origin, list[_Conn]] = {}
         self.connect_timeout = connect_timeout
         self.max_idle = max_idle
-        self.ssl_context = ssl_context
+        if ssl_context is not None and tls is not None:
+            raise TypeError("pass tls= or ssl_context=, not both")
+        # Built now: a CA file that cannot be read is the caller's error at once.
+        self.ssl_context = tls.context() if isinstance(tls, TlsOptions) else (
+            tls or ssl_context)
+        self.proxy = parse_proxy(proxy) if proxy is not None else None
+        self.trust_env = trust_env
+        self.headers_factory = headers_factory
+        self.open_stream: StreamOpener = open_stream or trio.open_tcp_stream
         self.opened = 0  # connections opened so far (tests check reuse with it)
         self._closed = False
 
+    def proxy_for(self, origin: Origin) -> Proxy | None:
+        """The proxy requests to ``origin`` go through (None: direct)."""
+        if self.proxy is not None:
+            return self.proxy
+        if not self.trust_env:
+            return None
+        try:
+            return proxy_from_env(origin.scheme, origin.host, origin.port)
+        except ProxyError as exc:
+            raise HttpClientError(f"cannot connect to {origin.authority}: {exc}") from None
+
+    def _tls(self) -> ssl.SSLContext:
+        if self.ssl_context is None:
+            self.ssl_context = ssl.create_default_context()
+        return self.ssl_context
+
     async def _connect(self, origin: Origin) -> _Conn:
+        proxy = self.proxy_for(origin)
+        via = f" through the proxy {proxy.authority}" if proxy is not None else ""
+        stream: trio.abc.Stream | None = None
         try:
             with trio.fail_after(self.connect_timeout):
-                if origin.scheme == "https":
-                    ctx = self.ssl_context or ssl.create_default_context()
-                    stream: trio.abc.Stream = await trio.open_ssl_over_tcp_stream(
-                        origin.host, origin.port, ssl_context=ctx
-                    )
+                if proxy is None:
+                    stream = await self.open_stream(origin.host, origin.port)
                 else:
-                    stream = await trio.open_tcp_stream(origin.host, origin.port)
-        except (OSError, trio.TooSlowError) as exc:
-            raise HttpClientError(f"cannot connect to {origin.authority}: {exc}") from exc
+                    stream = await self.open_stream(proxy.host, proxy.port)
+                    if proxy.scheme == "https":
+                        stream = await self._handshake(stream, proxy.host)
+                    if origin.scheme == "https":
+                        await self._tunnel(stream, origin, proxy)
+                if origin.scheme == "https":
+                    stream = await self._handshake(stream, origin.host)
+        except (OSError, trio.TooSlowError, trio.BrokenResourceError, ValueError) as exc:
+            if stream is not None:
+                await _Conn(stream).aclose()
+            raise HttpClientError(f"cannot connect to {origin.authority}{via}: {exc}") from exc
         self.opened += 1
-        return _Conn(stream)
+        # Plain HTTP through a proxy: the proxy is asked for absolute URLs.
+        return _Conn(stream, proxy if proxy is not None and origin.scheme == "http" else None)
+
+    async def _handshake(self, stream: trio.abc.Stream, host: str) -> trio.abc.Stream:
+        ssl_stream = trio.SSLStream(stream, self._tls(), server_hostname=host,
+                                    https_compatible=True)
+        try:
+            await ssl_stream.do_handshake()
+        except trio.BrokenResourceError as exc:
+            # The interesting part (a certificate that does not verify) is the cause.
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            raise OSError(f"TLS handshake with {host} failed: {cause}") from exc
+        return ssl_stream
+
+    async def _tunnel(self, stream: trio.abc.Stream, origin: Origin, proxy: Proxy) -> None:
+        """``CONNECT`` through the proxy to ``origin``; OSError if it says no."""
+        await stream.send_all(connect_request(origin.host, origin.port, proxy))
+        buffer = b""
+        while True:
+            data = await stream.receive_some(_READ)
+            if not data:
+                raise OSError("the proxy closed the connection before answering CONNECT")
+            buffer += data
+            answer = parse_connect_response(buffer)
+            if answer is not None:
+                break
+        status, reason, length = answer
+        if status == 407:
+            raise OSError("the proxy asks for credentials (407): put them in the proxy "
+                          "URL, http://user:password@host:port")
+        if not 200 <= status < 300:
+            raise OSError(f"the proxy refused CONNECT to {origin.authority}: "
+                          f"{status} {reason}".rstrip())
+        if len(buffer) > length:
+            raise OSError("the proxy sent data before the tunnel was set up")
 
     def _release(self, origin: Origin, conn: _Conn) -> None:
         idle = self._idle.setdefault(origin, [])
@@ -261,6 +358,8 @@ class HttpPool:
         waiting for each answer (a JSON answer only comes when the request is done).
         """
         origin, target = split_url(url)
+        if self.headers_factory is not None:
+            headers = await self._with_factory_headers(headers)
         idle = self._idle.get(origin)
         conn = idle.pop() if idle else await self._connect(origin)
         args = (method, url, headers or [], body)
@@ -279,6 +378,18 @@ class HttpPool:
                 raise
         return PendingResponse(self, origin, conn, args)
 
+    async def _with_factory_headers(
+        self, headers: list[tuple[str, str]] | None
+    ) -> list[tuple[str, str]]:
+        assert self.headers_factory is not None
+        extra = self.headers_factory()
+        if inspect.isawaitable(extra):
+            extra = await extra
+        assert isinstance(extra, Mapping)
+        names = {k.lower() for k in extra}
+        return [*(h for h in headers or [] if h[0].lower() not in names),
+                *((str(k), str(v)) for k, v in extra.items())]
+
     async def _write(
         self, conn: _Conn, origin: Origin, method: str, target: str,
         headers: list[tuple[str, str]], body: bytes | None,
@@ -288,6 +399,9 @@ class HttpPool:
         h: list[tuple[str, str]] = [*([] if has_host else [("host", origin.authority)]), *headers]
         if body is not None:
             h.append(("content-length", str(len(body))))
+        if conn.proxy is not None:
+            target = f"http://{origin.authority}{target}"
+            h.extend(conn.proxy.headers())
         await conn.send_request(method, target, h, body)
 
     async def aclose(self) -> None:

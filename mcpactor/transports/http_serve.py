@@ -74,6 +74,11 @@ async def serve_app(
     """
     if server not in HTTP_SERVERS:
         raise ValueError(f"unknown HTTP server {server!r}: use one of {', '.join(HTTP_SERVERS)}")
+    if server == "hypercorn":
+        # An extra (mcpactor[hypercorn]): missing, it is one clear error before serving.
+        from mcpactor.extras import require
+
+        require("hypercorn", "serving HTTP with hypercorn")
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)
         binds = await nursery.start(_SERVE[server], app, host, port)

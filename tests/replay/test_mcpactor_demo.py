@@ -21,11 +21,12 @@ def test_demo_records_a_real_session_and_replays_it_faithfully(tmp_path: Path) -
     assert out.count("progress 5/5") == 1
     client_header = orjson.loads(client_trace.read_bytes().splitlines()[0])
     assert client_header["role"] == "client"
-    assert client_header["entry_point"].endswith("examples/demo_client.py:main")
+    # The demo's code ships in the package: traces name modules, not checkout paths.
+    assert client_header["entry_point"] == "mcpactor.demo.client:main"
     assert client_header["client_options"] == {"timeout": 30, "init_timeout": 30.0}
     header = orjson.loads(trace.read_bytes().splitlines()[0])
     assert header["transport"] == "stdio" and header["clock"]["kind"] == "monotonic"
-    assert header["entry_point"].endswith("examples/demo_server.py:server")
+    assert header["entry_point"] == "mcpactor.demo.server:server"
 
 
 def test_demo_fails_loudly_without_its_server(tmp_path: Path) -> None:

@@ -272,10 +272,11 @@ async def test_resources_text_blob_templates_and_metadata() -> None:
         assert meta.resource.uri == "mem://text" and meta.resource.size == 5
         meta = await c.resource_metadata("mem://users/9/profile")
         assert meta.resource.uri == "mem://users/9/profile" and meta.resource.mime_type == "application/json"
-        for call in (c.read_resource, c.resource_metadata):
+        # 2025-11-25's resources page: -32002; SEP-2093's resources/metadata: -32602.
+        for call, code in ((c.read_resource, -32002), (c.resource_metadata, -32602)):
             with pytest.raises(McpError) as info:
                 await call("mem://missing")
-            assert info.value.code == -32602 and info.value.data == {"uri": "mem://missing"}
+            assert info.value.code == code and info.value.data == {"uri": "mem://missing"}
         with pytest.raises(McpError) as info:
             await c.read_resource("mem://users/not-a-number/profile")
         assert info.value.code == -32602

@@ -65,10 +65,14 @@ async def test_options_reach_the_connection(mcp_client, autojump_clock):
 '''
 
 
-def test_mcp_client_fixture_in_a_project(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("ini", ["[pytest]\ntrio_mode = true\n", None],
+                         ids=["trio_mode", "out-of-the-box"])
+def test_mcp_client_fixture_in_a_project(pytester: pytest.Pytester, ini: str | None) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_project=TESTS, test_options=OPTIONS)
-    pytester.makeini("[pytest]\ntrio_mode = true\n")
+    # Without trio_mode the plugin marks the tests that use mcp_client itself; the
+    # project's own ini (an empty one here) must not be needed.
+    pytester.makeini(ini if ini is not None else "[pytest]\n")
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*test_a_broken_expectation_fails*"])

@@ -11,6 +11,7 @@ import dataclasses
 import enum
 import inspect
 import json
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -79,6 +80,37 @@ def _strip_annotated(tp: Any) -> tuple[Any, list[Any]]:
     return tp, meta
 
 
+def _is_foreign(meta: Any) -> bool:
+    """Metadata from pydantic or annotated_types (converted by pydantic_support)."""
+    module = type(meta).__module__
+    return module == "annotated_types" or module.startswith("pydantic")
+
+
+def _fields(meta: list[Any], where: str) -> list[Field]:
+    """The ``Field`` metadata among ``meta``: ours, and pydantic's ``Field(...)`` or
+    ``annotated_types`` constraints translated into ours."""
+    out: list[Field] = []
+    for m in meta:
+        if isinstance(m, Field):
+            out.append(m)
+        elif _is_foreign(m):
+            from mcpactor.server.schema.pydantic_support import as_field
+
+            converted = as_field(m, where)
+            if converted is not None:
+                out.append(converted)
+    return out
+
+
+def _is_pydantic_model(tp: Any) -> bool:
+    # Nothing is a pydantic model until pydantic is imported: no import, no cost.
+    if "pydantic" not in sys.modules or not isinstance(tp, type):
+        return False
+    from mcpactor.server.schema.pydantic_support import is_model
+
+    return is_model(tp)
+
+
 def _hints(obj: Any, where: str) -> dict[str, Any]:
     try:
         return typing.get_type_hints(obj, include_extras=True)
@@ -104,7 +136,7 @@ class _Compiler:
         """Schema and converter for an annotation; TypeError if unsupported."""
         tp, meta = _strip_annotated(tp)
         schema, conv = self._compile_bare(tp, where)
-        fields = [m for m in meta if isinstance(m, Field)]
+        fields = _fields(meta, where)
         descriptions = [m for m in meta if isinstance(m, str)]
         if not fields and not descriptions:
             return schema, conv
@@ -166,6 +198,8 @@ class _Compiler:
                 return self._enum(tp)
             if typing.is_typeddict(tp) or attrs.has(tp) or dataclasses.is_dataclass(tp):
                 return self._model(tp, where)
+            if _is_pydantic_model(tp):
+                return self._pydantic(tp)
         raise TypeError(f"{where}: unsupported annotation {tp!r}")
 
     # -- composite types -------------------------------------------------------------
@@ -331,11 +365,41 @@ class _Compiler:
         self._done[cls] = (schema, conv)
         return schema, conv
 
+    def _pydantic(self, cls: type) -> tuple[dict[str, Any], _Conv]:
+        """A pydantic model: its own schema (its ``$defs`` merged into ours, renamed
+        where a name is taken by another definition) and ``model_validate``."""
+        done = self._done.get(cls)
+        if done is not None:
+            return done
+        from mcpactor.server.schema.pydantic_support import model_schema_and_conv
+
+        schema, defs, conv = model_schema_and_conv(cls, output=self.output)
+        renames: dict[str, str] = {}
+        for name, body in defs.items():
+            if (name in self.defs and self.defs[name] != body) or (
+                    name in self._def_names.values()):
+                new = self._free_def_name(name)
+                renames[name] = new
+        if renames:
+            schema = _rename_refs(schema, renames)
+            defs = {renames.get(k, k): _rename_refs(v, renames) for k, v in defs.items()}
+        self.defs.update(defs)
+        self._done[cls] = (schema, conv)
+        return schema, conv
+
+    def _free_def_name(self, base: str) -> str:
+        taken = set(self._def_names.values()) | set(self.defs)
+        name, n = base, 2
+        while name in taken:
+            name = f"{base}{n}"
+            n += 1
+        return name
+
     def _def_name(self, cls: type) -> str:
         name = self._def_names.get(cls)
         if name is None:
             name = cls.__name__
-            taken = set(self._def_names.values())
+            taken = set(self._def_names.values()) | set(self.defs)
             n = 2
             while name in taken:
                 name = f"{cls.__name__}{n}"
@@ -403,9 +467,7 @@ class _Compiler:
         """Schema and converter entry for one parameter or model field."""
         schema, conv = self.compile(ann, where)
         _, meta = _strip_annotated(ann)
-        field_defaults = [
-            m.default for m in meta if isinstance(m, Field) and m.default is not MISSING
-        ]
+        field_defaults = [m.default for m in _fields(meta, where) if m.default is not MISSING]
         inject: Any = MISSING
         if field_defaults:
             if has_default:
@@ -417,6 +479,22 @@ class _Compiler:
             if ok:
                 schema = {**schema, "default": js}
         return schema, _Prop(key, kwarg, conv, not has_default, inject)
+
+
+def _rename_refs(schema: Any, renames: dict[str, str]) -> Any:
+    """A copy of ``schema`` with ``#/$defs/<old>`` references pointing at new names."""
+    if isinstance(schema, dict):
+        out = {}
+        for k, v in schema.items():
+            if k == "$ref" and isinstance(v, str) and v.startswith("#/$defs/"):
+                name = v[len("#/$defs/"):]
+                out[k] = f"#/$defs/{renames.get(name, name)}"
+            else:
+                out[k] = _rename_refs(v, renames)
+        return out
+    if isinstance(schema, list):
+        return [_rename_refs(v, renames) for v in schema]
+    return schema
 
 
 def _own_doc(cls: type) -> str | None:

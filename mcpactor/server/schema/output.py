@@ -6,6 +6,7 @@ import collections.abc
 import dataclasses
 import enum
 import json
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -22,8 +23,9 @@ def to_jsonable(value: Any) -> Any:
 
     attrs instances become dicts keyed by field name (via ``attrs.asdict`` without
     recursion, then converted here so nested enums, dataclasses and attrs instances are
-    handled alike); dataclasses likewise; enums become their values; tuples and sets
-    become lists. Raises TypeError for anything else.
+    handled alike); dataclasses likewise; pydantic models are
+    ``model_dump(mode="json", by_alias=True)``; enums become their values; tuples and
+    sets become lists. Raises TypeError for anything else.
     """
     t = type(value)
     if t is str or t is int or t is float or t is bool or value is None:
@@ -47,6 +49,11 @@ def to_jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value):
         # dataclasses.asdict would deep-copy everything and stop at nested attrs classes.
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if "pydantic" in sys.modules:
+        from mcpactor.server.schema.pydantic_support import dump_model, is_model
+
+        if is_model(t):
+            return dump_model(value)
     if isinstance(value, Mapping):
         return {_json_key(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset, collections.abc.Sequence)):

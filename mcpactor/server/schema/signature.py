@@ -14,7 +14,7 @@ import attrs
 
 from mcpactor.server.schema.compiler import _Compiler, _hints, _strip_annotated
 from mcpactor.server.schema.docstrings import _param_docs
-from mcpactor.server.schema.fields import MISSING
+from mcpactor.server.schema.fields import MISSING, Field
 from mcpactor.server.schema.validate import _NoneType, _Prop, _top_level_validator
 
 __all__ = ["ToolSignature", "build_signature"]
@@ -43,6 +43,13 @@ class ToolSignature:
     context_param: str | None
     #: The compiled validator; an attribute rather than a method to save a call frame.
     validate: Callable[[Mapping[str, Any] | None], dict[str, Any]] = attrs.field(repr=False)
+
+
+def _is_field_default(value: Any) -> bool:
+    """A parameter default that is ``Field(...)`` (ours or pydantic's)."""
+    if isinstance(value, Field):
+        return True
+    return type(value).__module__.startswith("pydantic") and type(value).__name__ == "FieldInfo"
 
 
 def _is_skipped(ann: Any, skip: tuple[type, ...]) -> bool:
@@ -126,6 +133,10 @@ def build_signature(
             )
         has_default = param.default is not param.empty
         default = param.default if has_default else MISSING
+        if has_default and _is_field_default(default):
+            # `x: int = Field(...)`: the Field is metadata, not the value to pass.
+            ann = typing.Annotated[ann, default]
+            has_default, default = False, MISSING
         schema, prop = compiler._property(
             pname, pname, ann, has_default, default, f"{where}, parameter {pname!r}"
         )
@@ -169,6 +180,12 @@ def _output_schema(ann: Any, unstructured: tuple[type, ...]) -> tuple[dict[str, 
     except TypeError:
         return None, False
     if _is_object_schema(schema, compiler.defs):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            # An outputSchema is an object schema at its top ("type": "object"), so a
+            # recursive model's definition is written out there; its $defs stay for the
+            # references inside.
+            schema = compiler.defs[ref[len("#/$defs/"):]]
         return _with_defs(schema, compiler.defs), False
     wrapped = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
     return _with_defs(wrapped, compiler.defs), True

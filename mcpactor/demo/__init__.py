@@ -1,11 +1,11 @@
 """``mcpactor demo``: record a real session and replay it, in under a minute.
 
-Spawns ``examples/demo_server.py`` over stdio with ``--trace``, drives it with the
-client code of ``examples/demo_client.py`` (a few tools, progress, a resource, a
-prompt) over :func:`mcpactor.connect_stdio`, recording the client's side too, then
-replays both traces deterministically (the server's handlers, then the client code)
-and prints the verdicts. Exit status 0 when every step worked and both replays were
-faithful.
+Spawns the demo server (:mod:`mcpactor.demo.server`) over stdio with ``--trace``,
+drives it with the client code of :mod:`mcpactor.demo.client` (a few tools, progress,
+a resource, a prompt) over :func:`mcpactor.connect_stdio`, recording the client's side
+too, then replays both traces deterministically (the server's handlers, then the client
+code) and prints the verdicts. Exit status 0 when every step worked and both replays
+were faithful. Both live in the package, so the demo runs from an installed wheel.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 
 import trio
 
-_SERVER = Path(__file__).resolve().parent.parent / "examples" / "demo_server.py"
-_CLIENT = _SERVER.with_name("demo_client.py")
+_SERVER_MODULE = "mcpactor.demo.server"
+_CLIENT_CODE = "mcpactor.demo.client:main"
 
 
 def register(sub: Any) -> None:
@@ -32,8 +32,9 @@ def register(sub: Any) -> None:
                    help="where to write the trace (default: demo-trace.jsonl)")
     p.add_argument("--client-trace", default="demo-client-trace.jsonl", metavar="PATH",
                    help="where the client writes its side (default: demo-client-trace.jsonl)")
-    p.add_argument("--server", default=str(_SERVER), metavar="FILE",
-                   help="the server script to run (default: examples/demo_server.py)")
+    p.add_argument("--server", default=None, metavar="FILE",
+                   help="a server script to run instead of the demo's own "
+                   "(mcpactor/demo/server.py)")
     p.set_defaults(func=cmd_demo)
 
 
@@ -41,14 +42,15 @@ def _say(text: str) -> None:
     print(text, flush=True)
 
 
-async def _drive(server: str, trace: str, client_trace: str) -> None:
+async def _drive(server: str | None, trace: str, client_trace: str) -> None:
     from mcpactor import connect_stdio
     from mcpactor.entrypoint import load_entry_point
 
-    command = [sys.executable, server, "--trace", trace]
+    where = ["-m", _SERVER_MODULE] if server is None else [server]
+    command = [sys.executable, *where, "--trace", trace]
     _say(f"1. starting the server over stdio, recording to {trace}:\n   {' '.join(command)}")
     _say(f"   (the client records its side too, to {client_trace})")
-    client_code = f"{_CLIENT}:main"
+    client_code = _CLIENT_CODE
     main = load_entry_point(client_code)
     async with connect_stdio(command, timeout=30, trace=client_trace,
                              entry_point=client_code) as client:
@@ -91,15 +93,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Run the demo."""
     from mcpactor.cli import CliError
 
-    server = Path(args.server)
-    if not server.is_file():
-        raise CliError(f"no demo server at {server} (run this from a source checkout)")
+    server = args.server
+    if server is not None and not Path(server).is_file():
+        raise CliError(f"no demo server at {server} (--server takes a Python file that "
+                       "serves over stdio; leave it out for the demo's own)")
     trace_path = Path(args.trace)
     client_path = Path(args.client_trace)
     started = time.perf_counter()
     try:
         with _client_says():
-            trio.run(_drive, str(server), str(trace_path), str(client_path))
+            trio.run(_drive, server, str(trace_path), str(client_path))
     except Exception as exc:
         print(f"demo: the live session failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
@@ -110,7 +113,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if server_ok is None:
         return 1
     _say(f"6. replaying the client's side, {client_path}: the client code of "
-         "examples/demo_client.py runs again against the recorded server:")
+         "mcpactor/demo/client.py runs again against the recorded server:")
     client_ok = _replay(client_path, "the client's trace")
     if client_ok is None:
         return 1
