@@ -86,45 +86,58 @@ WORKLOADS = ("pipelined", "sequential", "sink")
 
 
 def staged_parts(trace: Path) -> tuple[list[bytes], int]:
-    """The ``C`` parts (without their type byte) a recorder would have staged for the
-    events of ``trace``, 32 events each, and the number of calls in it. Events are
-    rebuilt as the session logs them: the four per-request kinds flat."""
+    """The chunks a recorder would have handed to the sink for ``trace`` (``marshal`` of
+    ``(first seq, records)``, 512 records each, as the session and the scheduler log
+    them), and the number of calls in it."""
     from mcpactor.tracing.tracer import FLAT_FIELDS
 
+    lines = trace.read_bytes().splitlines()
+    origin = int(json.loads(lines[0])["clock"]["origin_ns"])
     events: list[tuple[Any, ...]] = []
     calls = 0
-    origin = 1_000_000_000
-    for line in trace.read_bytes().splitlines():
+    for line in lines[1:]:
         ev = json.loads(line)
-        if "kind" not in ev:
-            continue  # the header
-        t = origin + round(ev.pop("t") * 1e9)
-        head = (t, ev.pop("session"), ev.pop("actor"), ev.pop("kind"))
+        kind = ev.pop("kind")
         del ev["seq"]
+        if kind == "sched":
+            new = {int(k): v for k, v in ev.get("new", {}).items()} or None
+            events.append((0, None, None, kind, ev["now"], ev["run"], new))
+            continue
+        if kind == "read":
+            v = bytes.fromhex(ev["v"]) if ev["src"] == "urandom" else ev["v"]
+            events.append((0, None, None, kind, ev["task"], ev["src"], v))
+            continue
+        t = origin + round(ev.pop("t") * 1e9)
+        head = (t, ev.pop("session"), ev.pop("actor"), kind)
         if "msg" in ev:
             ev["msg"] = orjson.dumps(ev["msg"])  # compact, as the wire carried it
-        fields = FLAT_FIELDS.get(head[3])
-        if head[3] == "message_in" and set(ev) <= {"msg", "buffered"}:
-            events.append((*head, ev["msg"], ev.get("buffered", False)))
-        elif fields is not None and tuple(ev) == fields:
+        fields = FLAT_FIELDS.get(kind)
+        if fields is not None and tuple(ev) == fields:
             events.append((*head, *ev.values()))
         else:
             events.append((*head, ev))
-        calls += head[3] == "handler_finished"
-    parts = [marshal.dumps((i + 1, origin, events[i : i + 32])) for i in range(0, len(events), 32)]
+        calls += kind == "handler_finished"
+    parts = [marshal.dumps((i + 1, events[i : i + 512])) for i in range(0, len(events), 512)]
     return parts, calls
+
+
+def sink_spec(trace: Path) -> dict[str, Any]:
+    """The sink's spec for writing ``trace`` again (its header and clock origin)."""
+    header = json.loads(trace.read_bytes().splitlines()[0])
+    return {"path": "t.jsonl", "split": False, "header": header,
+            "origin": int(header["clock"]["origin_ns"]),
+            "keys": header.get("redacted_keys", [])}
 
 
 def _encode_parts(path: str, passes: int) -> None:
     # What runs under callgrind for the sink workload.
-    from mcpactor.tracing.redact import Redactor
-    from mcpactor.tracing.sink import compact_block
+    from mcpactor.tracing.sink import MemoryFiles, SinkCore
 
-    parts = marshal.loads(Path(path).read_bytes())
-    redactor = Redactor()
+    spec, parts = marshal.loads(Path(path).read_bytes())
     for _ in range(passes):
+        core = SinkCore(spec, files=MemoryFiles().open)
         for part in parts:
-            compact_block(part, redactor)
+            core.chunk(*marshal.loads(part))
 
 
 def _count(outdir: Path, tag: str, argv: list[str]) -> int:
@@ -148,13 +161,13 @@ def measure_sink(outdir: Path, calls: int) -> dict[str, Any]:
     finally:
         session.close(grace=60)
     parts, n = staged_parts(trace)
-    (outdir / "parts.bin").write_bytes(marshal.dumps(parts))
+    (outdir / "parts.bin").write_bytes(marshal.dumps((sink_spec(trace), parts)))
     counts = [_count(outdir, f"sink-{passes}", [
         sys.executable, "-c", "import sys; from benchmarks.instructions import _encode_parts; "
         "_encode_parts(sys.argv[1], int(sys.argv[2]))", str(outdir / "parts.bin"), str(passes)])
         for passes in (1, 3)]
     per_call = (counts[1] - counts[0]) / (2 * n)
-    print(f"sink       instructions per call, encoding staged events: {per_call:9,.0f} "
+    print(f"sink       instructions per call, encoding the recorded chunks: {per_call:9,.0f} "
           f"({n:,} calls)", flush=True)
     return {"sink_per_call": round(per_call), "calls": n}
 

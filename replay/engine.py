@@ -59,9 +59,13 @@ def replay(trace: Trace, options: ReplayOptions = ReplayOptions()) -> ReplayResu
 
         # Before the code is imported, so that its modules see the replayed functions.
         entropy.install()
-        subject = (load_client if trace.role == "client" else load_server)(spec, trace.path)
-        with _logging_off(not interactive):
-            return replay_exact(trace, subject, options)
+        try:
+            subject = (load_client if trace.role == "client" else load_server)(spec, trace.path)
+            entropy.capture_datetime()
+            with _logging_off(not interactive):
+                return replay_exact(trace, subject, options)
+        finally:
+            entropy.uninstall()
     quiet = attrs.evolve(options, on_step=None, on_break=None, break_at=None)
     # The handlers' own logging would repeat once per run of the search; an interactive
     # replay (stepping, a breakpoint) shows it, once.

@@ -111,6 +111,8 @@ class Trace:
     names: dict[int, str] = attrs.Factory(dict)
     reads: tuple[Read, ...] = ()
     truncations: tuple[tuple[int, int | None], ...] = ()
+    #: (Version 2) the schedule's and reads' lines as recorded, with their seqs.
+    schedule_lines: tuple[tuple[int, bytes], ...] = ()
 
     @property
     def version(self) -> int:
@@ -177,6 +179,7 @@ def parse_trace(data: bytes, path: Path | None = None, *, require_end: bool = Tr
     reads: list[Read] = []
     names: dict[int, str] = {}
     truncations: list[tuple[int, int | None]] = []
+    schedule_lines: list[tuple[int, bytes]] = []
     last_seq = 0
     expect: int | None = None  # version 2: every line's seq is the one after the last
     for number, raw in enumerate(lines[1:], start=2):
@@ -221,14 +224,16 @@ def parse_trace(data: bytes, path: Path | None = None, *, require_end: bool = Tr
         last_seq, expect = seq, None
         if kind == "sched":
             scheds.append(_sched(name, number, obj, len(scheds), names))
+            schedule_lines.append((seq, raw))
         elif kind == "read":
             reads.append(_read(name, number, obj))
+            schedule_lines.append((seq, raw))
         else:
             events.append(_event(name, number, obj, len(events)))
     if require_end:
         _check_ends(name, events, truncations)
     return Trace(header, tuple(events), path, tuple(scheds), names, tuple(reads),
-                 tuple(truncations))
+                 tuple(truncations), tuple(schedule_lines))
 
 
 def _check_ends(name: str, events: list[Event], truncations: list[Any]) -> None:

@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 from peer import Peer, call_msg, cancel_msg, drain, peer_pair, sampling_answer  # noqa: E402
 
 from mcpactor.entrypoint import load_entry_point  # noqa: E402
-from mcpactor.tracing import JsonlRecorder, TraceHeader  # noqa: E402
+from mcpactor.tracing import Recorder, TraceHeader  # noqa: E402
 
 ENTRY_POINT = "servers/race_server.py:server"
 SAMPLING = {"sampling": {}}
@@ -305,7 +305,7 @@ async def _client_session(path: Path, seed: int, name: str, entry: str) -> None:
     main = load_entry_point(f"{HERE / CLIENT_CODE}:{name.removeprefix('client_side_')}")
     server_side, client_side = memory_pair()
     recorder = _recorder(path, "client", entry, seed)
-    async with trio.open_nursery() as nursery:
+    async with recorder.recording(), trio.open_nursery() as nursery:
         nursery.start_soon(server.serve, server_side)
         try:
             with trio.fail_after(3600):
@@ -327,15 +327,20 @@ def _run_client_once(name: str, seed: int, path: Path) -> Events:
     return _events(path)
 
 
-def _recorder(path: Path, role: str, entry: str, seed: int) -> JsonlRecorder:
-    """A recorder for one scenario run: the seed drives Trio's scheduler and ``random``."""
-    return JsonlRecorder(path, TraceHeader(role=role, transport="memory", entry_point=entry,
-                                           seeds={"scheduler": seed, "random": seed}))
+def _recorder(path: Path, role: str, entry: str, seed: int) -> Recorder:
+    """A recorder for one scenario run: the seed drives the order in which the recorded
+    run's tasks take their steps (Trio's coin) and the tasks' ``random``."""
+    from trio._core import _run
+
+    _run._r.seed(seed)
+    return Recorder(TraceHeader(role=role, transport="memory", entry_point=entry,
+                                seeds={"random": seed}), path)
 
 
 def _events(path: Path) -> Events:
-    """The events of a recorded trace (the header left out)."""
-    return [orjson.loads(x) for x in path.read_bytes().splitlines()[1:]]
+    """The events of a recorded trace (the header and the schedule's records left out)."""
+    return [e for e in map(orjson.loads, path.read_bytes().splitlines()[1:])
+            if e["kind"] not in ("sched", "read")]
 
 
 async def _session(scenario: Scenario, path: Path, seed: int, name: str, entry: str) -> None:
@@ -343,7 +348,7 @@ async def _session(scenario: Scenario, path: Path, seed: int, name: str, entry: 
     server = load_entry_point(f"{HERE / ENTRY_POINT.partition(':')[0]}:server")
     transport, peer = peer_pair()
     recorder = _recorder(path, "server", entry, seed)
-    async with trio.open_nursery() as nursery:
+    async with recorder.recording(), trio.open_nursery() as nursery:
         nursery.start_soon(lambda: server.serve(transport, tracer=recorder, session_id=name))
         with trio.fail_after(3600):
             await scenario.script(peer)

@@ -155,11 +155,9 @@ class Session(WriterActor):
         The tree runs in a task of its own, the supervisor, which a recording follows
         (:mod:`mcpactor.tracing.tasks`) with everything it starts; this task only waits.
         """
-        start = getattr(self.tracer, "start", None)
-        if start is not None:
-            # A recording not started yet (an in-memory one in a test) starts with its
-            # first session, in this Trio run.
-            start()
+        ensure = getattr(self.tracer, "ensure_started", None)
+        if ensure is not None:
+            ensure()
         ready = trio.Event()
         async with trio.open_nursery() as outer:
             spawn_root(outer, self.id, self.id, self._supervise, ready, rec=self.tracer)

@@ -6,9 +6,9 @@ nondeterminism are routed through it for the tasks a trace follows
 ``trio.to_thread.run_sync`` (Trio copies the task's context into the thread):
 
 - wall and monotonic clocks: ``time.time``, ``time.time_ns``, ``time.monotonic``,
-  ``time.monotonic_ns``, ``time.perf_counter``, ``time.perf_counter_ns``, and
-  ``datetime.datetime.now``/``utcnow``/``today`` and ``datetime.date.today`` (derived
-  from ``time.time``);
+  ``time.monotonic_ns``, ``time.perf_counter``, ``time.perf_counter_ns``, and, in the
+  application's own modules (:func:`capture_datetime`), ``datetime.datetime.now``/
+  ``utcnow``/``today`` and ``datetime.date.today`` (derived from ``time.time``);
 - entropy: ``os.urandom`` and with it ``uuid.uuid4``, and ``random.SystemRandom`` and
   with it :mod:`secrets`;
 - :mod:`random`'s module functions: each followed task draws from a stream of its own,
@@ -34,8 +34,10 @@ import datetime as _dt
 import os
 import random
 import sys
+import sysconfig
 import threading
 import time
+import types
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -73,8 +75,13 @@ class Capture(Protocol):
 _active: Capture | None = None
 #: Modules whose reads are never captured: the standard library's logging stamps every
 #: record with the time, and whether a record is made depends on logging levels, which a
-#: replay sets differently (it silences the handlers' logging).
-_UNCAPTURED = frozenset({"logging"})
+#: replay sets differently (it silences the handlers' logging); Trio's clocks (its
+#: MockClock reads ``time.perf_counter``) are the recording's and the replay's own.
+_UNCAPTURED = ("logging", "trio.", "trio")
+
+
+def _uncaptured(module: str | None) -> bool:
+    return module is not None and module.startswith(_UNCAPTURED)
 _lock = threading.Lock()
 _installed = False
 
@@ -111,7 +118,7 @@ def _read(source: str, *args: Any) -> Any:
         return real(*args)
     # A replay's capture serves every followed task; live, the task's own recording.
     capture = _active or node.rec
-    if capture is None or sys._getframe(2).f_globals.get("__name__") in _UNCAPTURED:
+    if capture is None or _uncaptured(sys._getframe(2).f_globals.get("__name__")):
         return real(*args)
     return capture.value(node, source, real, *args)
 
@@ -177,6 +184,12 @@ class CapturedDate(_RealDate, metaclass=_DateMeta):
         return _RealDate.fromtimestamp(_read("time"))
 
 
+# Named as the classes they stand in for: messages, reprs and pickles show the usual names.
+for _cls, _name in ((CapturedDatetime, "datetime"), (CapturedDate, "date")):
+    _cls.__name__ = _cls.__qualname__ = _name
+    _cls.__module__ = "datetime"
+
+
 # -- random: one stream per followed task --------------------------------------------
 
 _RANDOM_FUNCTIONS = (
@@ -219,12 +232,23 @@ def global_random() -> random.Random:
     return _global_random
 
 
+_users = 0
+_saved: dict[tuple[Any, str], Any] = {}
+
+
 def install() -> None:
-    """Swap the functions on their modules (once per process; idempotent)."""
-    global _installed
+    """Swap the functions on their modules, for as long as someone uses them (each call
+    wants an :func:`uninstall`; ``mcpactor run --trace`` keeps them for the process)."""
+    global _installed, _users
     with _lock:
+        _users += 1
         if _installed:
             return
+        for module, names in ((time, CLOCK_SOURCES), (os, ("urandom",)),
+                              (random, ("_urandom", *_RANDOM_FUNCTIONS))):
+            for name in names:
+                if hasattr(module, name):
+                    _saved[(module, name)] = getattr(module, name)
         for source in CLOCK_SOURCES:
             setattr(time, source, _swapped(source))
         os.urandom = _swapped("urandom")
@@ -232,9 +256,66 @@ def install() -> None:
         for name in _RANDOM_FUNCTIONS:
             if hasattr(_global_random, name):
                 setattr(random, name, _random_swapped(name))
-        _dt.datetime = CapturedDatetime  # type: ignore[misc]
-        _dt.date = CapturedDate  # type: ignore[misc]
         _installed = True
+
+
+def uninstall() -> None:
+    """Put the originals back once the last user is done (code that bound a swapped
+    function meanwhile keeps it: with no capture active it behaves as the original)."""
+    global _installed, _users
+    with _lock:
+        _users = max(0, _users - 1)
+        if _users or not _installed:
+            return
+        for (module, name), original in _saved.items():
+            setattr(module, name, original)
+        _saved.clear()
+        _installed = False
+
+
+class _DatetimeModule(types.ModuleType):
+    """The ``datetime`` module as the application's modules see it: ``datetime`` and
+    ``date`` are the captured classes, everything else is the module's own."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_dt, name)
+
+
+_DATETIME_MODULE = _DatetimeModule("datetime")
+_DATETIME_MODULE.datetime = CapturedDatetime  # type: ignore[attr-defined]
+_DATETIME_MODULE.date = CapturedDate  # type: ignore[attr-defined]
+_STANDARD = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib",
+                                                       "platlib")})
+
+
+def capture_datetime(modules: Any = None) -> int:
+    """Let the application's modules read ``datetime.now()`` and ``date.today()``
+    through the capture: their globals bound to ``datetime.datetime``, ``datetime.date``
+    or the ``datetime`` module are pointed at the captured stand-ins (which make real
+    ``datetime`` objects). The application's modules are the ones loaded from outside
+    the standard library, the installed packages and mcpactor; the classes themselves
+    are not swapped process-wide (libraries check them strictly). Returns how many
+    names were pointed."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    changed = 0
+    for module in list((modules if modules is not None else sys.modules).values()):
+        path = getattr(module, "__file__", None)
+        if not path or not isinstance(module, types.ModuleType):
+            continue
+        path = os.path.abspath(path)
+        if path.startswith(_STANDARD) or path.startswith(here):
+            continue
+        for name, value in list(vars(module).items()):
+            if value is _RealDatetime:
+                setattr(module, name, CapturedDatetime)
+            elif value is _RealDate:
+                setattr(module, name, CapturedDate)
+            elif value is _dt:
+                setattr(module, name, _DATETIME_MODULE)
+            else:
+                continue
+            changed += 1
+    return changed
 
 
 def installed() -> bool:

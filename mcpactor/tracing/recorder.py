@@ -153,6 +153,9 @@ class Recorder:
         self._flusher: trio.CancelScope | None = None
         self._seed = str(self.header.seeds.get("random"))
         self._task_ids = 0
+        #: Event times: Trio's system clock is perf_counter, read here in nanoseconds
+        #: directly (a C call); a virtual clock is read through itself (start()).
+        self._clock: Callable[[], int] = _perf_ns
 
     @classmethod
     def at(cls, path: str | os.PathLike[str], header: TraceHeader, *,
@@ -167,8 +170,8 @@ class Recorder:
     # -- the tracer interface -----------------------------------------------------------
 
     def clock(self) -> int:
-        """The trace's clock, in nanoseconds."""
-        return _perf_ns()
+        """The trace's clock, in nanoseconds (see :meth:`start`)."""
+        return self._clock()
 
     def session_closed(self, session: str) -> None:
         """A followed session ended: in a per-session recording, its file is complete."""
@@ -188,6 +191,19 @@ class Recorder:
             with trio.CancelScope(shield=True):
                 await self.aclose()
 
+    def ensure_started(self) -> None:
+        """Called by each session that records here: an in-memory recording starts with
+        its first session; a file's must have been started (:meth:`recording`), so that
+        its end is waited for."""
+        if self._started:
+            return
+        if self.mode == "memory":
+            self.start()
+            return
+        raise RecordingError(
+            f"the recording to {self.path} is not running: record inside "
+            "`async with recorder.recording():` (or pass trace=PATH to serve_*/connect_*)")
+
     def start(self) -> None:
         """Start recording in the current Trio run: the schedule hooks, the entropy
         capture, the header. Raises :class:`RecordingError` if another recording runs."""
@@ -201,8 +217,13 @@ class Recorder:
         self._scheduler = scheduler
         self._started = True
         clock = trio.lowlevel.current_clock()
-        self._origin = _perf_ns()
-        clock_info = {"kind": clock_kind(), "origin": clock.current_time(),
+        kind = clock_kind()
+        if kind == "virtual":
+            # Event times in virtual time, as everything else in such a run.
+            inner = getattr(clock, "inner", clock)
+            self._clock = lambda: round(inner.current_time() * 1e9)
+        self._origin = self._clock()
+        clock_info = {"kind": kind, "origin": clock.current_time(),
                       "origin_ns": self._origin, "wall_origin": _wall()}
         seed = self.header.seeds.get("random")
         if isinstance(seed, int):
@@ -221,6 +242,7 @@ class Recorder:
         self._output = MemoryOutput(spec) if self.mode == "memory" else open_output(spec, self.mode)
         # The followed tasks' reads reach this recording through their nodes.
         entropy.install()
+        entropy.capture_datetime()
         self._last_handoff = _perf_ns()
         trio.lowlevel.spawn_system_task(self._flush_task, name="mcpactor-trace-flusher")
 
@@ -244,11 +266,12 @@ class Recorder:
 
     def _stop(self) -> None:
         self._closed = True
+        entropy.uninstall()
         if self._scheduler is not None:
             self._scheduler.leave(self)
         if self._flusher is not None:
             self._flusher.cancel()
-        self.handoff()
+        self.handoff(last=True)
         assert self._output is not None
         self._output.close()
         # A session still running logs into a list nobody reads.
@@ -277,11 +300,12 @@ class Recorder:
         """Where the running (unfollowed) task is among this recording's steps."""
         return None if self._scheduler is None else self._scheduler.position(self)
 
-    def handoff(self) -> None:
-        """Hand the buffered records to the output (never waits)."""
+    def handoff(self, *, last: bool = False) -> None:
+        """Hand the buffered records to the output (never waits). ``last``: the final
+        hand-over, which the output takes whatever its backlog."""
         events = self._events
         n = len(events)
-        if not n or self._output is None:
+        if self._output is None or not (n or last):
             return
         # Worker threads may append meanwhile: only the first n are taken.
         chunk = events[:n]
@@ -289,7 +313,7 @@ class Recorder:
         first = self._base + 1
         self._base += n
         self._last_handoff = _perf_ns()
-        self._output.submit(first, chunk)
+        self._output.submit(first, chunk, last=last)
 
     async def _flush_task(self) -> None:
         # Hands the buffer on when the run goes quiet (a batch hands it on when it is

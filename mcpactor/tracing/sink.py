@@ -18,8 +18,9 @@ the first.
 The sink's input is a stream of frames: a type byte, a channel number and a length
 (:data:`FRAME`), then the body. ``O`` opens a channel (a JSON spec), ``C`` carries a
 chunk (``marshal`` of ``(first_seq, events)``), ``S`` says a session ended (its id),
-``E`` ends the channel. The sink never answers: the recording process does not wait
-for it (see :mod:`.sinkclient`).
+``E`` ends the channel. The sink's one answer, on its stdout, is ``E <channel>`` once a
+channel's files are complete: the end of a recording may wait for it (asynchronously,
+see :mod:`.sinkclient`); nothing else does.
 """
 
 from __future__ import annotations
@@ -139,19 +140,13 @@ class SinkCore:
     # -- files --------------------------------------------------------------------------
 
     def _segment_name(self) -> str:
+        # Rotating: every segment is named by the time it starts and its number, so that
+        # the names sort in the order the segments were written.
         if self.rotate_bytes is None and self.rotate_seconds is None:
             return self.path
         p = Path(self.path)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        name = p.with_name(f"{p.stem}-{stamp}{p.suffix or '.jsonl'}")
-        n = 1
-        while str(name) in self._taken():
-            n += 1
-            name = p.with_name(f"{p.stem}-{stamp}-{n}{p.suffix or '.jsonl'}")
-        return str(name)
-
-    def _taken(self) -> set[str]:
-        return {f.name for f in self._files.values()} | self._all_names
+        return str(p.with_name(f"{p.stem}-{stamp}-{self._segment:04d}{p.suffix or '.jsonl'}"))
 
     def _new_segment(self, previous: _File | None) -> _File:
         if self.resume and previous is None and os.path.exists(self.path):
@@ -328,7 +323,7 @@ def _reopen(name: str) -> tuple[IO[bytes], int]:
     return stream, last
 
 
-def serve(inp: IO[bytes], err: IO[str]) -> None:
+def serve(inp: IO[bytes], err: IO[str], out: IO[bytes] | None = None) -> None:
     """Read frames from ``inp`` until it ends; each channel's recording is written by a
     :class:`SinkCore` of its own. A channel that fails is reported on ``err`` and its
     later frames are dropped; the others go on."""
@@ -356,6 +351,9 @@ def serve(inp: IO[bytes], err: IO[str]) -> None:
                 core = cores.pop(channel, None)
                 if core is not None:
                     core.close()
+                if out is not None:
+                    out.write(b"E %d\n" % channel)
+                    out.flush()
         except Exception as exc:  # one recording's failure must not end the others
             broken.add(channel)
             core = cores.pop(channel, None)
@@ -385,7 +383,7 @@ def main(argv: list[str]) -> int:
         os.nice(10)
     except (AttributeError, OSError):
         pass
-    serve(sys.stdin.buffer, sys.stderr)
+    serve(sys.stdin.buffer, sys.stderr, sys.stdout.buffer)
     return 0
 
 

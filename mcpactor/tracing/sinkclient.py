@@ -33,13 +33,13 @@ import select
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 import mcpactor
+from mcpactor.tracing import entropy
 from mcpactor.tracing.sink import (
     FRAME,
     OP_CHUNK,
@@ -71,6 +71,8 @@ _F_SETPIPE_SZ = 1031  # Linux: a larger pipe absorbs bursts without an outbox
 _PIPE_SIZE = 1 << 20
 
 DEFAULT_WRITER = "process"
+#: The real clock: the recording's own waits are never part of what it captures.
+_monotonic = entropy.real("monotonic")
 
 
 def writer_mode(requested: str | None) -> str:
@@ -142,7 +144,7 @@ class MemoryOutput:
         self.core = SinkCore(spec, files=self.files.open)
         self.lost = 0
 
-    def submit(self, first_seq: int, events: list[Any]) -> None:
+    def submit(self, first_seq: int, events: list[Any], *, last: bool = False) -> None:
         """Encode ``events`` now."""
         self.core.chunk(first_seq, events)
 
@@ -182,11 +184,11 @@ class ThreadOutput:
         """Events dropped because the thread fell behind."""
         return self._backlog.lost
 
-    def submit(self, first_seq: int, events: list[Any]) -> None:
-        """Queue ``events`` (never waits)."""
+    def submit(self, first_seq: int, events: list[Any], *, last: bool = False) -> None:
+        """Queue ``events`` (never waits; ``last``: whatever the backlog)."""
         if self._closed:
             return
-        if self._queued + len(events) > MAX_BACKLOG_EVENTS:
+        if self._queued + len(events) > MAX_BACKLOG_EVENTS and not last:
             self._backlog.drop(first_seq, len(events))
             return
         events = self._backlog.mark(events)
@@ -253,16 +255,21 @@ class _SinkProcess:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mcpactor.tracing.sink"],
-            # Not this process's stdout: over stdio that is the MCP stream, whose reader
-            # would wait for the sink to exit too.
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, bufsize=0, env=env,
+            # Its own stdout (its one answer: a recording's files are complete), never this
+            # process's: over stdio that is the MCP stream.
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env,
             # Its own session: a terminal's Ctrl-C or a group kill must not end it before
             # this process has had its say; it ends with its stdin.
             start_new_session=True,
         )
-        assert self.proc.stdin is not None
+        assert self.proc.stdin is not None and self.proc.stdout is not None
         self.fd = self.proc.stdin.fileno()
+        self.answers = self.proc.stdout.fileno()
         os.set_blocking(self.fd, False)
+        os.set_blocking(self.answers, False)
+        #: Channels whose files the sink has completed.
+        self.ended: set[int] = set()
+        self._partial = b""
         with contextlib.suppress(OSError):
             import fcntl
 
@@ -318,6 +325,43 @@ class _SinkProcess:
             if not self.dead:
                 self._pump()
 
+    def wait_ended(self, channel: int, timeout: float) -> bool:
+        """(Not in the event loop's thread) write the outbox out and wait until the sink
+        says ``channel``'s files are complete; False on timeout or if the sink died."""
+        deadline = _monotonic() + timeout
+        self.drain_blocking(timeout)
+        while not self.dead and channel not in self.ended:
+            self.read_answers()
+            if channel in self.ended:
+                break
+            remaining = deadline - _monotonic()
+            if remaining <= 0 or not self.alive():
+                return False
+            try:
+                select.select([self.answers], [], [], min(remaining, 0.5))
+            except (OSError, ValueError):
+                return False
+        return channel in self.ended
+
+    def read_answers(self) -> None:
+        """Take in the sink's answers so far (never waits)."""
+        while not self.dead:
+            try:
+                data = os.read(self.answers, 4096)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            if not data:
+                return
+            *lines, self._partial = (self._partial + data).split(b"\n")
+            for line in lines:
+                if line.startswith(b"E "):
+                    try:
+                        self.ended.add(int(line[2:]))
+                    except ValueError:
+                        pass
+
     @property
     def pending(self) -> bool:
         """Whether frames wait in the outbox."""
@@ -325,9 +369,9 @@ class _SinkProcess:
 
     def drain_blocking(self, timeout: float) -> None:
         """Write the outbox out, waiting for the pipe (only outside the event loop)."""
-        deadline = time.monotonic() + timeout
+        deadline = _monotonic() + timeout
         while self.pending:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - _monotonic()
             if remaining <= 0:
                 return
             try:
@@ -346,8 +390,10 @@ class _SinkProcess:
         self.backlog = 0
         with contextlib.suppress(OSError):
             self.proc.kill()
-        with contextlib.suppress(OSError):
-            self.proc.stdin.close()  # type: ignore[union-attr]
+        for f in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if f is not None:
+                    f.close()
 
     def alive(self) -> bool:
         """Whether the sink still runs."""
@@ -423,8 +469,9 @@ class ProcessOutput:
         """Whether the recording fell back to a writer thread of this process."""
         return self._fallback is not None
 
-    def submit(self, first_seq: int, events: list[Any]) -> None:
-        """Hand ``events`` to the sink (never waits)."""
+    def submit(self, first_seq: int, events: list[Any], *, last: bool = False) -> None:
+        """Hand ``events`` to the sink (never waits). ``last``: the recording's final
+        chunk, which goes whatever the backlog (with the record of any gap before it)."""
         if self._closed:
             return
         if self._fallback is None and not self._sink.alive():
@@ -432,7 +479,7 @@ class ProcessOutput:
         if self._fallback is not None:
             self._fallback.submit(first_seq, events)
             return
-        if self._sink.backlog > MAX_BACKLOG_BYTES:
+        if self._sink.backlog > MAX_BACKLOG_BYTES and not last:
             self._backlog.drop(first_seq, len(events))
             return
         events = self._backlog.mark(events)
@@ -463,16 +510,21 @@ class ProcessOutput:
             self._sink.send(OP_END, self._channel, b"")
 
     async def drain(self, timeout: float = DRAIN_TIMEOUT) -> None:
-        """Write the backlog out as the pipe drains, without blocking the event loop."""
+        """After :meth:`close`: write the backlog out as the pipe drains, then wait for the
+        sink to say the files are complete — without blocking the event loop."""
         import trio
 
         if self._fallback is not None:
             await self._fallback.drain(timeout)
             return
-        with trio.move_on_after(timeout):
-            while self._sink.pending:
-                await trio.lowlevel.wait_writable(self._sink.fd)
-                self._sink.pump()
+        sink = self._sink
+        # In a thread: real time, whatever clock the run has (a virtual one would jump
+        # past any timeout while the loop waits).
+        await trio.to_thread.run_sync(sink.wait_ended, self._channel, timeout,
+                                      abandon_on_cancel=True)
+        if self._fallback is None and sink.dead and self._channel not in sink.ended:
+            # The sink died with the end of this recording unwritten: write it here.
+            self._fall_back()
 
     @property
     def pending(self) -> bool:

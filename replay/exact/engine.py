@@ -31,17 +31,26 @@ def replay_exact(trace: Trace, subject: Any, options: ReplayOptions) -> ReplayRe
         total=matcher.until_index,
         virtual_seconds=round(scheduler.now - float(
             (trace.header.get("clock") or {}).get("origin", 0.0)), 9),
-        output=(_header_line(trace), *matcher.output),
+        output=_output(trace, matcher),
         attempts=1,
         steps=tuple(scheduler.steps),
         emitters=tuple(matcher.emitters),
     )
 
 
-def _header_line(trace: Trace) -> bytes:
+def _output(trace: Trace, matcher: ExactMatcher) -> tuple[bytes, ...]:
+    """The replay as a trace: the header, the replayed events, and — the replay having
+    run them — the recorded schedule and reads among them, up to where it stopped. The
+    same bytes every time, and itself a trace that replays."""
     import orjson
 
-    return orjson.dumps({**trace.header, "replay": True})
+    reproduced = matcher.reproduced
+    stop = (trace.events[reproduced].seq if reproduced < len(trace.events)
+            else (trace.schedule_lines[-1][0] + 1 if trace.schedule_lines else 0))
+    schedule = [(seq, line) for seq, line in trace.schedule_lines if seq < stop]
+    events = [(trace.events[i].seq, line) for i, line in enumerate(matcher.output)]
+    body = [line for _, line in sorted(schedule + events, key=lambda pair: pair[0])]
+    return (orjson.dumps({**trace.header, "replay": True}), *body)
 
 
 async def _main(trace: Trace, subject: Any, options: ReplayOptions, scheduler: Scheduler,

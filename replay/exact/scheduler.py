@@ -86,7 +86,7 @@ class ReplayClock(trio.abc.Clock):
         try:
             task = _GLOBAL.task
         except AttributeError:
-            return s.now
+            return s.loop_now()
         node = task.context.get(TRACK)
         if node is not None and node.task is task and not node.muted and not s.free:
             value = s.read(node, "clock")
@@ -98,7 +98,7 @@ class ReplayClock(trio.abc.Clock):
         """Nothing is runnable: wait a little, in real time, for a worker thread. Past the
         recording, time jumps to the next deadline (nothing is compared any more)."""
         s = self.scheduler
-        if deadline <= s.now:
+        if deadline <= s.loop_now():
             return 0
         if s.free and deadline != math.inf:
             s.now = deadline
@@ -133,6 +133,7 @@ class Scheduler:
         self.i = 0
         self.now = self.batches[0].now if self.batches else float(
             (trace.header.get("clock") or {}).get("origin", 0.0))
+        self._next_now: float | None = None
         self.held: dict[int, Any] = {}
         self.parked: dict[int, Any] = {}
         self.tasks: dict[int, Any] = {}
@@ -220,7 +221,15 @@ class Scheduler:
             self.b += 1
             self.i = 0
             if self.b < len(self.batches):
-                self.now = self.batches[self.b].now
+                # The steps chosen in this pass still run at its time; the loop's next
+                # reading (which expires deadlines) is the next pass's.
+                self._next_now = self.batches[self.b].now
+
+    def loop_now(self) -> float:
+        """The time as the loop reads it: the pass whose steps come next."""
+        if self._next_now is not None:
+            self.now, self._next_now = self._next_now, None
+        return self.now
 
     def position(self) -> str:
         """Where the replay is, for messages: the next step's record and task."""

@@ -14,7 +14,7 @@ from oauth_stub import oauth_stack
 
 from mcpactor import connect_http
 from mcpactor.auth import AuthorizationCodeGrant, HeadlessRedirectHandler, OAuthClient
-from mcpactor.tracing.recorder import JsonlRecorder, TraceHeader
+from mcpactor.tracing.recorder import Recorder, TraceHeader
 from mcpactor.transports.http_client import HttpPool
 
 
@@ -23,9 +23,14 @@ async def test_no_secret_reaches_logs_or_traces(tmp_path: Any, caplog: Any) -> N
     server_traces = tmp_path / "server"
     client_trace = tmp_path / "client.jsonl"
     skew = [0.0]
+    # Both sides recorded in this one Trio run: the server's sessions one file each, the
+    # client's its own file.
+    server_recorder = Recorder(TraceHeader(role="server", transport="http"), server_traces,
+                               split=True)
+    tracer = Recorder(TraceHeader(role="client", transport="http"), client_trace)
     with trio.fail_after(20):
-        async with oauth_stack(trace_dir=str(server_traces)) as st:
-            tracer = JsonlRecorder(str(client_trace), TraceHeader(role="client", transport="http"))
+        async with server_recorder.recording(), tracer.recording(), \
+                oauth_stack(tracer=server_recorder) as st:
             auth = OAuthClient(st.mcp_url, grant=AuthorizationCodeGrant(HeadlessRedirectHandler(
                 "http://127.0.0.1:9/callback")), clock=lambda: time.time() + skew[0])
             async with connect_http(st.mcp_url, auth=auth, tracer=tracer, timeout=10) as client:

@@ -31,11 +31,10 @@ def test_without_valgrind_it_says_how_to_get_it(capsys: pytest.CaptureFixture[st
     assert "valgrind is not installed (Debian: apt-get install valgrind)" in capsys.readouterr().err
 
 
-def test_the_sink_workload_rebuilds_what_the_recorder_staged(tmp_path: Path) -> None:
-    """The sink workload's parts, encoded by the sink, are the recorded trace's events
+def test_the_sink_workload_rebuilds_what_the_recorder_handed_on(tmp_path: Path) -> None:
+    """The sink workload's chunks, written by the sink's core, are the recorded trace
     byte for byte: the count is of the very work the sink does for such a run."""
-    from mcpactor.tracing.redact import Redactor
-    from mcpactor.tracing.sink import compact_block
+    from mcpactor.tracing.sink import MemoryFiles, SinkCore
 
     trace = tmp_path / "t.jsonl"
     argv = [sys.executable, "-m", "mcpactor", "run", instructions.ECHO, "--trace", str(trace)]
@@ -43,17 +42,20 @@ def test_the_sink_workload_rebuilds_what_the_recorder_staged(tmp_path: Path) -> 
                           stderr_path=str(tmp_path / "err"))
     try:
         session.initialize(timeout=60)
-        session.pipelined(inflight=10, duration=1e9, max_calls=50, warmup=0)
+        session.pipelined(inflight=10, duration=1e9, max_calls=200, warmup=0)
     finally:
         session.close(grace=30)
     parts, calls = instructions.staged_parts(trace)
-    assert calls >= 50 and len(parts) > 1
-    # Most events travel flat, as the session logs them.
-    events = [e for part in parts for e in marshal.loads(part)[2]]
+    assert calls >= 200 and len(parts) > 1
+    # Most events travel flat, as the session logs them; the schedule's records too.
+    events = [e for part in parts for e in marshal.loads(part)[1]]
     assert sum(len(e) != 5 for e in events) >= 4 * calls
-    redactor = Redactor()
-    written = b"".join(compact_block(part, redactor) for part in parts)
-    assert written.splitlines() == trace.read_bytes().splitlines()[1:]
+    assert any(e[3] == "sched" for e in events)
+    files = MemoryFiles()
+    core = SinkCore(instructions.sink_spec(trace), files=files.open)
+    for part in parts:
+        core.chunk(*marshal.loads(part))
+    assert files.files["t.jsonl"] == trace.read_bytes().splitlines()
 
 
 def test_the_whole_cost_adds_the_sinks_work_to_the_servers_share() -> None:

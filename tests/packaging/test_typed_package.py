@@ -25,7 +25,8 @@ def test_every_package_folder_is_listed_and_nothing_generic_is_installed() -> No
     listed = set(project["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts)
              for p in (ROOT / "mcpactor").rglob("*.py")}
-    found.add("mcpactor.replay")
+    found |= {".".join(("mcpactor", *p.parent.relative_to(ROOT).parts))
+              for p in (ROOT / "replay").rglob("*.py")}
     assert listed == found
     assert project["tool"]["setuptools"]["package-dir"] == {"mcpactor.replay": "replay"}
     assert all(name == "mcpactor" or name.startswith("mcpactor.") for name in listed)

@@ -1,7 +1,9 @@
 """The race corpus in traces/: every trace replays exactly and shows its race's outcome.
 
 If a deliberate change to the runtime alters one of these outcomes, re-record the
-corpus with `python traces/record.py` and review the new traces.
+corpus with `python traces/record.py` and review the new traces. The same races
+recorded by an earlier mcpactor, in trace format version 1 (traces/v1/), still load and
+replay.
 """
 
 from __future__ import annotations
@@ -148,13 +150,16 @@ OUTCOMES: dict[str, Callable[[Events], None]] = {
 
 def test_every_corpus_trace_has_an_outcome_check() -> None:
     assert {p.stem for p in TRACES.glob("*.jsonl")} == set(OUTCOMES)
+    assert {p.stem for p in (TRACES / "v1").glob("*.jsonl")} == set(OUTCOMES)
 
 
+@pytest.mark.parametrize("version", ["", "v1"])
 @pytest.mark.parametrize("name", sorted(OUTCOMES))
-def test_corpus_trace_replays_exactly_with_its_recorded_outcome(name: str) -> None:
+def test_corpus_trace_replays_exactly_with_its_recorded_outcome(name: str, version: str) -> None:
     logging.disable(logging.CRITICAL)  # the crash scenario logs its traceback by design
     try:
-        trace = load_trace(TRACES / f"{name}.jsonl")
+        trace = load_trace(TRACES / version / f"{name}.jsonl")
+        assert trace.version == (1 if version else 2)
         recorded = [ev.data for ev in trace.events]
         OUTCOMES[name](recorded)  # the race was recorded as the scenario intends
         result = replay(trace)

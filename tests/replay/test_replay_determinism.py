@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from mcpactor.replay.engine import ReplayOptions, replay
-from mcpactor.replay.trace import load_trace
+from mcpactor.replay.trace import load_trace, parse_trace
 from replay_support import TRACES, answers, events_of, record_module
+
+load_trace_bytes = parse_trace
 
 
 def test_a_trace_replays_to_byte_identical_output_100_times() -> None:
@@ -14,7 +16,10 @@ def test_a_trace_replays_to_byte_identical_output_100_times() -> None:
     outputs = {replay(trace).output_bytes() for _ in range(100)}
     assert len(outputs) == 1
     [out] = outputs
-    assert out.count(b"\n") == len(trace.events) + 1  # header + every event
+    # The header, every event, and the schedule it ran: itself a trace, equal to the
+    # recording but for the header's mark and the events' times.
+    assert out.count(b"\n") == len((TRACES / "timeout_same_instant.jsonl").read_bytes().splitlines())
+    assert load_trace_bytes(out).events[-1].kind == "session_closed"
 
 
 def test_ten_seconds_of_sleeps_replay_on_the_virtual_clock() -> None:

@@ -13,7 +13,7 @@ from replay_support import RACE_SERVER, TRACES, run_cli
 
 from mcpactor import Client, connect_stdio, connect_transport
 from mcpactor.entrypoint import load_entry_point
-from mcpactor.tracing import JsonlRecorder, TraceHeader
+from mcpactor.tracing import Recorder, TraceHeader
 from mcpactor.transports.memory import memory_pair
 
 MCPACTOR = [sys.executable, "-m", "mcpactor.cli"]
@@ -61,9 +61,9 @@ def test_serve_plays_a_recorded_server_to_a_real_client(tmp_path: Path) -> None:
     async def record() -> list[str]:
         server = load_entry_point(RACE_SERVER)
         a, b = memory_pair()
-        rec = JsonlRecorder(trace, TraceHeader(role="server", transport="memory",
-                                               entry_point=RACE_SERVER))
-        async with trio.open_nursery() as nursery:
+        rec = Recorder(TraceHeader(role="server", transport="memory",
+                                   entry_point=RACE_SERVER), trace)
+        async with rec.recording(), trio.open_nursery() as nursery:
             nursery.start_soon(lambda: server.serve(a, tracer=rec))
             async with connect_transport(b) as client:
                 return await _calls(client)
@@ -99,7 +99,8 @@ def test_real_stdio_recordings_of_races_replay_faithfully(tmp_path: Path) -> Non
 
 def test_messages_read_together_are_traced_as_buffered_and_replayed_so(tmp_path: Path) -> None:
     """Two requests in one write reach a real stdio server in one read: the reader takes
-    the second without yielding, the trace says so, and the replay does the same."""
+    the second without yielding (``yields: 0``), the trace says so, and the replay does
+    the same."""
     import subprocess
 
     import orjson
@@ -127,9 +128,9 @@ def test_messages_read_together_are_traced_as_buffered_and_replayed_so(tmp_path:
 
     events = [orjson.loads(line) for line in trace.read_bytes().splitlines()[1:]]
     inputs = [e for e in events if e["kind"] == "message_in" and e["msg"].get("id") in (1, 2)]
-    assert [e.get("buffered", False) for e in inputs] == [False, True]
+    assert [e["yields"] > 0 for e in inputs] == [True, False]
 
     code, out, err = run_cli("replay", str(trace))
-    # Faithful means every event matched, the replayed message_in's "buffered" included.
+    # Faithful means every event matched, the replayed message_in's "yields" included.
     assert code == 0, (out, err)
     assert "faithful (exact)" in out

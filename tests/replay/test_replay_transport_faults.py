@@ -13,7 +13,7 @@ from mcpactor.replay.trace import load_trace
 from replay_support import RACE_SERVER, kinds
 
 from mcpactor.entrypoint import load_entry_point
-from mcpactor.tracing import JsonlRecorder, TraceHeader
+from mcpactor.tracing import Recorder, TraceHeader
 from mcpactor.transports.stream import StreamTransport
 
 HANDSHAKE = (
@@ -37,13 +37,13 @@ def _record(path: Path, client: object) -> None:
         c2s_send, c2s_recv = trio.testing.memory_stream_one_way_pair()
         transport = StreamTransport(s2c_send, c2s_recv, max_message_size=2000)
         transport.name = "stdio"
-        recorder = JsonlRecorder(path, TraceHeader(role="server", transport="stdio",
-                                                   entry_point=RACE_SERVER))
-        async with trio.open_nursery() as nursery:
+        recorder = Recorder(TraceHeader(role="server", transport="stdio",
+                                        entry_point=RACE_SERVER), path)
+        async with recorder.recording(), trio.open_nursery() as nursery:
             nursery.start_soon(lambda: transport_serve(server, transport, recorder))
             await client(c2s_send, s2c_recv)  # type: ignore[operator]
 
-    async def transport_serve(server: object, transport: StreamTransport, rec: JsonlRecorder) -> None:
+    async def transport_serve(server: object, transport: StreamTransport, rec: Recorder) -> None:
         await server.serve(transport, tracer=rec)  # type: ignore[attr-defined]
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

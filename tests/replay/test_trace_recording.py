@@ -1,4 +1,4 @@
-"""The recorder: the format's header and events, redaction, the background writer."""
+"""The recorder: the format's header, events and schedule records, redaction, writers."""
 
 from __future__ import annotations
 
@@ -6,15 +6,16 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 import trio
+import trio.lowlevel
 import trio.testing
 from mcpactor.replay.engine import replay
 from mcpactor.replay.trace import load_trace
 from replay_support import RACE_SERVER
 
 from mcpactor.entrypoint import load_entry_point
-from mcpactor.tracing import REDACTED, JsonlRecorder, MemoryRecorder, Redactor, TraceHeader
-from mcpactor.tracing.seeds import apply_seeds
+from mcpactor.tracing import REDACTED, MemoryRecorder, Recorder, Redactor, TraceHeader
 from mcpactor.tracing.tracer import EncodedMessage
 
 SECRET = "s3cr3t-Xq9"
@@ -27,8 +28,8 @@ async def _session(path: Path, script: list[bytes], recorder_kw: dict[str, Any])
     to_server, server_in = trio.open_memory_channel[bytes](100)
     server_out, from_server = trio.open_memory_channel[bytes](100)
     header = TraceHeader(role="server", transport="memory", entry_point=RACE_SERVER)
-    recorder = JsonlRecorder(path, header, **recorder_kw)
-    async with trio.open_nursery() as nursery:
+    recorder = Recorder(header, path, **recorder_kw)
+    async with recorder.recording(), trio.open_nursery() as nursery:
         nursery.start_soon(lambda: server.serve(MemoryTransport(server_out, server_in),
                                                 tracer=recorder))
         for line in script:
@@ -62,15 +63,24 @@ def test_header_and_events_follow_the_format(tmp_path: Path) -> None:
     _record(path, [_msg({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                          "params": {"name": "quick", "arguments": {}}})])
     lines = [orjson.loads(x) for x in path.read_bytes().splitlines()]
-    header, events = lines[0], lines[1:]
+    header, records = lines[0], lines[1:]
     assert header["type"] == "header" and header["format"] == "mcpactor-trace"
-    assert header["format_version"] == 1 and header["protocol_version"] == "2025-06-18"
+    assert header["format_version"] == 2 and header["scope"] == "process"
     assert header["entry_point"] == RACE_SERVER and header["role"] == "server"
-    assert set(header["seeds"]) == {"scheduler", "random"}
+    assert set(header["seeds"]) == {"random"}
     assert header["clock"]["kind"] == "virtual" and header["clock"]["origin"] == 0.0
     assert "authorization" in header["redacted_keys"]
-    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert [e["seq"] for e in records] == list(range(1, len(records) + 1))
+    # The schedule: every pass of the loop that ran a followed task, the tasks named
+    # when first seen; the session's events between them.
+    scheds = [e for e in records if e["kind"] == "sched"]
+    named = {int(k): v for e in scheds for k, v in e.get("new", {}).items()}
+    assert scheds and all(set(e["run"]) <= set(named) for e in scheds)
+    sid = next(e["session"] for e in records if e["kind"] == "session_started")
+    assert named[min(named)] == sid and all(v.startswith(sid) for v in named.values())
+    events = [e for e in records if e["kind"] not in ("sched", "read")]
     assert all({"seq", "t", "session", "actor", "kind"} <= set(e) for e in events)
+    assert [e["protocol_version"] for e in events if e["kind"] == "initialized"] == ["2025-06-18"]
     kinds = [e["kind"] for e in events]
     for kind in ("session_started", "transport_opened", "message_in", "initialized",
                  "handler_started", "handler_finished", "message_out", "transport_closed",
@@ -99,13 +109,12 @@ def test_event_times_are_whole_nanoseconds_in_at_most_nine_decimals(tmp_path: Pa
     path = tmp_path / "real.jsonl"
 
     async def main() -> None:
-        rec = JsonlRecorder(path, TraceHeader(role="server", transport="x",
-                                              protocol_version="v"), apply_header_seeds=False)
-        for i in range(300):
-            rec.emit("s", "reader", "tick", {"i": i})
-            if i % 50 == 0:
-                await trio.sleep(0.001)
-        rec.close()
+        rec = Recorder(TraceHeader(role="server", transport="x"), path)
+        async with rec.recording():
+            for i in range(300):
+                rec.log((rec.clock(), "s", "reader", "tick", {"i": i}))
+                if i % 50 == 0:
+                    await trio.sleep(0.001)
 
     trio.run(main)
     times = _times(path)
@@ -121,12 +130,11 @@ def test_recording_with_trios_own_clock_does_not_import_trio_testing(tmp_path: P
 
     code = (
         "import sys, trio\n"
-        "from mcpactor.tracing import JsonlRecorder, TraceHeader\n"
+        "from mcpactor.tracing import Recorder, TraceHeader\n"
         "async def main():\n"
-        f"    r = JsonlRecorder({str(tmp_path / 'x.jsonl')!r}, TraceHeader(role='server',"
-        " transport='x', protocol_version='v'))\n"
-        "    r.emit('s', 'reader', 'tick', {})\n"
-        "    r.close()\n"
+        f"    r = Recorder(TraceHeader(role='server', transport='x'), {str(tmp_path / 'x.jsonl')!r})\n"
+        "    async with r.recording():\n"
+        "        r.log((r.clock(), 's', 'reader', 'tick', {}))\n"
         "trio.run(main)\n"
         "assert 'trio.testing' not in sys.modules, 'imported'\n"
     )
@@ -180,26 +188,40 @@ def test_keys_that_merely_contain_a_secret_word_are_kept() -> None:
 
 
 def test_memory_recorder_redacts_and_never_raises_on_odd_data() -> None:
-    rec = MemoryRecorder()
-    rec.emit("s", "reader", "message_in", {"msg": EncodedMessage(b'{"token":"abc"}')})
-    rec.emit("s", "reader", "custom", {"obj": object(), "password": "pw"})
-    events = rec.events()
+    async def main() -> list[dict[str, Any]]:
+        rec = MemoryRecorder()
+        async with rec.recording():
+            rec.log((rec.clock(), "s", "reader", "message_in",
+                     EncodedMessage(b'{"token":"abc"}'), 1))
+            rec.log((rec.clock(), "s", "reader", "custom", {"obj": object(), "password": "pw"}))
+        return [e for e in rec.events() if e["kind"] not in ("sched", "read")]
+
+    events = trio.run(main)
     assert events[0]["msg"] == {"token": REDACTED}
     assert events[1]["password"] == REDACTED and events[1]["obj"].startswith("<object")
 
 
-def test_jsonl_recorder_writes_through_its_thread_and_closes_cleanly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_a_file_recording_writes_everything_and_its_end_waits_for_it(
+        tmp_path: Path, writer: str) -> None:
     path = tmp_path / "many.jsonl"
-    rec = JsonlRecorder(path, TraceHeader(role="server", transport="x", protocol_version="v"),
-                        apply_header_seeds=False)
-    for i in range(2000):
-        rec.emit("s", "writer", "message_out", {"msg": EncodedMessage(b'{"i":%d}' % i),
-                                                "related": None})
-    rec.close()
-    rec.emit("s", "writer", "late", {})  # ignored after close
-    lines = path.read_bytes().splitlines()
-    assert len(lines) == 2001
-    assert orjson.loads(lines[-1])["msg"] == {"i": 1999}
+
+    async def main() -> None:
+        rec = Recorder(TraceHeader(role="server", transport="x"), path, writer=writer)
+        async with rec.recording():
+            for i in range(5000):
+                rec.log((rec.clock(), "s", "writer", "message_out",
+                         EncodedMessage(b'{"i":%d}' % i), None, 1))
+                if i % 1000 == 0:
+                    await trio.lowlevel.checkpoint()
+        assert rec.writer == writer and rec.lost == 0
+        rec.log((rec.clock(), "s", "writer", "late", {}))  # ignored after the end
+
+    trio.run(main)
+    lines = [orjson.loads(x) for x in path.read_bytes().splitlines()]
+    out = [e for e in lines[1:] if e["kind"] == "message_out"]
+    assert len(out) == 5000 and out[-1]["msg"] == {"i": 4999}
+    assert not any(e["kind"] == "late" for e in lines[1:])
 
 
 def test_client_side_traces_record_progress_timers_and_local_cancellations() -> None:
@@ -245,61 +267,8 @@ def test_handlers_using_random_replay_with_the_recorded_seed(tmp_path: Path) -> 
     assert len(set(rolls)) == 5
     result = replay(load_trace(path))
     assert result.faithful, result.divergence  # the same five numbers came up again
-
-
-class _EmitOnly:
-    """A tracer without the recorders' fast path: every event through ``emit``."""
-
-    def __init__(self, recorder: MemoryRecorder) -> None:
-        self.recorder = recorder
-
-    def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
-        self.recorder.emit(session, actor, kind, data)
-
-    def close(self) -> None:
-        self.recorder.close()
-
-
-def test_the_sessions_fast_path_records_what_emit_records() -> None:
-    """Messages and handler events go straight into a recorder's buffer (fast_log); the
-    trace is the one the same session makes through emit, event for event, in order and
-    at the same virtual instants."""
-    from mcpactor import connect_transport
-    from mcpactor.transports.memory import memory_pair
-
-    def run(tracer: Any) -> None:
-        apply_seeds({"scheduler": 1, "random": 2})  # the same rolls and schedule
-
-        async def main() -> None:
-            server = load_entry_point(RACE_SERVER)
-            a, b = memory_pair()
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(lambda: server.serve(a, tracer=tracer, session_id="s"))
-                async with connect_transport(b) as client:
-                    async with trio.open_nursery() as calls:
-                        for i in range(40):  # more than a staging step of 32 events
-                            calls.start_soon(client.call_tool, "roll", {"sides": 6 + i})
-                    await client.call_tool("slow", {"steps": 2, "every": 0.1})
-
-        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
-
-    class Counting(MemoryRecorder):
-        emits = 0
-
-        def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
-            self.emits += 1
-            super().emit(session, actor, kind, data)
-
-    fast, plain = Counting(), Counting()
-    run(fast)
-    run(_EmitOnly(plain))
-    fast_events, plain_events = fast.events(), plain.events()
-    assert len(fast_events) > 4 * 40
-    # Only the rarer events went through emit on the fast path.
-    assert plain.emits == len(plain_events) and fast.emits < len(fast_events) / 4
-    assert fast_events == plain_events
-    assert [e["seq"] for e in fast_events] == list(range(1, len(fast_events) + 1))
-    kinds = {e["kind"] for e in fast_events}
-    assert {"message_in", "handler_started", "handler_finished", "message_out"} <= kinds
-    # A closed recorder's fast path records nothing more.
-    assert fast.fast_log() is None and fast.events() == fast_events
+    # Each request's handler draws from a stream of its own: the rolls do not depend on
+    # how the handlers interleaved.
+    names = [v for e in map(orjson.loads, path.read_bytes().splitlines()[1:])
+             if e["kind"] == "sched" for v in e.get("new", {}).values()]
+    assert len(names) == len(set(names))
