@@ -134,6 +134,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.output:
         _write(args.output, result.output_bytes())
     print_verdict(result, elapsed, sys.stdout)
+    if result.changes is not None:
+        from .compare import print_comparison
+
+        print(f"\nThe new code on the recorded inputs ({args.server}):", file=sys.stdout)
+        print_comparison(result.changes, sys.stdout, what="responses")
+        return 0 if result.changes.same else 1
     return 0 if result.faithful else 1
 
 

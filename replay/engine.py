@@ -59,11 +59,21 @@ def replay(trace: Trace, options: ReplayOptions = ReplayOptions()) -> ReplayResu
 
         # Before the code is imported, so that its modules see the replayed functions.
         entropy.install()
+        load = load_client if trace.role == "client" else load_server
         try:
-            subject = (load_client if trace.role == "client" else load_server)(spec, trace.path)
+            subject = load(spec, trace.path)
             entropy.capture_datetime()
             with _logging_off(not interactive):
-                return replay_exact(trace, subject, options)
+                result = replay_exact(trace, subject, options)
+                if result.faithful or options.server is None or trace.role != "server":
+                    return result
+                # Other code than the recording's: past its first divergence, what does it
+                # answer to the recorded inputs?
+                from .exact.changed import replay_changed
+
+                subject = load(spec, trace.path)
+                entropy.capture_datetime()
+                return attrs.evolve(result, changes=replay_changed(trace, subject))
         finally:
             entropy.uninstall()
     quiet = attrs.evolve(options, on_step=None, on_break=None, break_at=None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from .compare import Comparison
 from .matcher import BreakHook, Divergence, StepHook
 
 
@@ -69,6 +70,9 @@ class ReplayResult:
     #: and for each reproduced event the task that emitted it (None: not a followed one).
     steps: tuple[tuple[int, int], ...] = ()
     emitters: tuple[int | None, ...] = ()
+    #: (Changed code, ``--server``) every response that is not the recorded one, from a
+    #: run of the new code on the recorded inputs (see :mod:`replay.exact.changed`).
+    changes: Comparison | None = None
 
     @property
     def faithful(self) -> bool:

@@ -6,6 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 from mcpactor.replay.trace import TraceError, load_trace
 from replay_support import RACE_SERVER, TRACES, run_cli
@@ -104,7 +105,8 @@ def test_step_until_and_output(tmp_path: Path) -> None:
     steps = [line for line in out.splitlines() if line.startswith("  ok #")]
     assert [s.split()[1] for s in steps] == [f"#{i}" for i in seqs]
     assert "faithful (exact): 8/8 events" in out
-    assert len(out_path.read_bytes().splitlines()) == 9
+    replayed = [orjson.loads(x) for x in out_path.read_bytes().splitlines()[1:]]
+    assert [e["seq"] for e in replayed if e["kind"] not in ("sched", "read")] == seqs
 
 
 def test_break_at_stops_just_before_the_event(monkeypatch: pytest.MonkeyPatch) -> None:
