@@ -99,7 +99,7 @@ class VirtualCapture:
         else a value consistent with the virtual clock (or the task's seeded bytes)."""
         recorded = self._scheduler.read(node, source, lenient=True) if node.id else MISSING
         if recorded is not MISSING:
-            return bytes.fromhex(recorded) if source == "urandom" else recorded
+            return bytes.fromhex(str(recorded)) if source == "urandom" else recorded
         now = self._scheduler.now
         if source == "urandom":
             rng = self._bytes.setdefault(id(node), random.Random(f"{self._seed}:{node.name}:b"))
