@@ -94,15 +94,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
         return serve_trace(trace, timeout=args.timeout)
     if args.against:
-        from mcpactor.session.groups import plain_errors
-
-        from .live import replay_against
+        from .live import TargetError, replay_against
 
         try:
-            # The server process is started inside a nursery: its OSError, as itself.
-            with plain_errors():
-                return replay_against(trace, args.against, timeout=args.timeout,
-                                      out=sys.stdout)
+            return replay_against(trace, args.against, timeout=args.timeout, out=sys.stdout)
+        except TargetError as exc:
+            raise _cli_error(str(exc)) from None
         except OSError as exc:
             raise _cli_error(_against_error(args.against, exc)) from None
     from .engine import ReplayError, ReplayOptions, replay

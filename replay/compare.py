@@ -120,9 +120,9 @@ def _split(messages: Iterable[tuple[str | None, Any]]) -> tuple[
 def print_comparison(cmp: Comparison, out: TextIO, *, what: str) -> None:
     """The table of changed responses (or "same"), and the notifications that differ."""
     if cmp.same:
-        print(f"{what}: same: all {cmp.responses} responses as recorded", file=out)
+        print(f"{what}: same: {cmp.responses} response(s), each as recorded", file=out)
     else:
-        print(f"{what}: {len(cmp.changes)} of {cmp.responses} responses changed", file=out)
+        print(f"{what}: {len(cmp.changes)} of {cmp.responses} response(s) changed", file=out)
         rows = [("id", "method", "recorded", "now")]
         for c in cmp.changes:
             rows.append((_key(c.id), c.method, _describe(c.recorded), _describe(c.replayed)))

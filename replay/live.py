@@ -23,7 +23,6 @@ import trio
 
 from mcpactor.transports.base import Transport
 
-from .jsondiff import json_diff
 from .render import describe_message
 from .trace import Event, Trace
 
@@ -59,87 +58,126 @@ async def _open(target: str, nursery: trio.Nursery) -> Transport:
     return await StdioClientTransport.spawn(shlex.split(target), shutdown_timeout=10.0)
 
 
-async def _drive(trace: Trace, target: str, timeout: float) -> tuple[list[Any], list[str]]:
-    got: list[Any] = []
-    notes: list[str] = []
+class TargetError(Exception):
+    """The live server could not be driven: it did not start, died, or never answered."""
+
+
+async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str,
+                 timeout: float, got: list[tuple[str | None, Any]]) -> None:
+    """Play one recorded session's client side to ``target``, collecting its answers."""
+    received: list[Any] = []
     arrived = trio.Condition()
+    ended = trio.Event()
     async with trio.open_nursery() as nursery:
-        transport = await _open(target, nursery)
+        try:
+            transport = await _open(target, nursery)
+        except OSError as exc:
+            raise TargetError(f"cannot start {target}: {exc.strerror or exc}") from None
 
         async def reader() -> None:
             try:
                 while True:
                     data = await transport.receive()
                     if isinstance(data, bytes):
-                        got.append(orjson.loads(data))
+                        try:
+                            msg = orjson.loads(data)
+                        except orjson.JSONDecodeError:
+                            msg = data.decode("utf-8", "replace")
+                        received.append(msg)
+                        got.append((sid, msg))
                         async with arrived:
                             arrived.notify_all()
-            except (trio.EndOfChannel, Exception):
-                return
+            except Exception:
+                pass
+            finally:
+                ended.set()
+                async with arrived:
+                    arrived.notify_all()
 
-        async def wait_outputs(count: int) -> bool:
+        async def wait_outputs(count: int) -> None:
             with trio.move_on_after(timeout):
                 async with arrived:
-                    while len(got) < count:
+                    while len(received) < count and not ended.is_set():
                         await arrived.wait()
-                return True
-            return False
 
         nursery.start_soon(reader)
         client_kind, server_kind = sides(trace)
         outs_before = 0
         started = trio.current_time()
         first_t: float | None = None
-        for ev in trace.events:
+        sent = 0
+        for ev in events:
             if _is_msg(ev, server_kind):
                 outs_before += 1
                 continue
             if not (_is_msg(ev, client_kind)
                     or (ev.kind == "transport_closed" and trace.role == "server")):
                 continue
-            if not await wait_outputs(outs_before):
-                notes.append(f"event #{ev.seq}: the live server sent {len(got)} message(s) where "
-                             f"the recording had {outs_before} by then; sending anyway")
+            await wait_outputs(outs_before)
+            if ended.is_set() and ev.kind != "transport_closed":
+                raise TargetError(await _gone(target, transport, len(received), sent))
             # Keep the recorded pacing between inputs (timers, late cancellations).
             first_t = ev.t if first_t is None else first_t
             await trio.sleep_until(started + (ev.t - first_t))
             if ev.kind == "transport_closed":
                 break
-            await transport.send([(_payload(ev), None)])
+            try:
+                await transport.send([(_payload(ev), None)])
+            except Exception:
+                raise TargetError(await _gone(target, transport, len(received), sent)) from None
+            sent += 1
         await wait_outputs(outs_before)
-        await transport.aclose()
+        if sent and not received:
+            raise TargetError(f"{target} never answered: nothing came back within "
+                              f"{timeout:g} s of the first request (--timeout sets the wait)")
+        with trio.CancelScope(shield=True):
+            await transport.aclose()
         nursery.cancel_scope.cancel()
-    return got, notes
+
+
+async def _gone(target: str, transport: Any, answers: int, sent: int) -> str:
+    process = getattr(transport, "process", None)
+    if process is not None:
+        with trio.move_on_after(1.0):
+            await process.wait()
+    status = getattr(process, "returncode", None)
+    how = f"exited with status {status}" if status is not None else "closed the connection"
+    return (f"{target} {how} after {answers} answer(s) to {sent} message(s); "
+            "the rest of the recording could not be played to it")
+
+
+async def _drive_all(trace: Trace, target: str,
+                     timeout: float) -> list[tuple[str | None, Any]]:
+    # One connection (one process, for a command) per recorded session, all at once.
+    got: list[tuple[str | None, Any]] = []
+    by_session: dict[str | None, list[Event]] = {}
+    for ev in trace.events:
+        by_session.setdefault(ev.session, []).append(ev)
+    async with trio.open_nursery() as nursery:
+        for sid, events in by_session.items():
+            nursery.start_soon(_drive, trace, sid, events, target, timeout, got)
+    return got
 
 
 def replay_against(trace: Trace, target: str, *, timeout: float, out: TextIO) -> int:
-    """Send the recorded client side to ``target``; 0 if every answer matches."""
-    expected = [ev for ev in trace.events if _is_msg(ev, sides(trace)[1])]
-    got, notes = trio.run(_drive, trace, target, timeout)
-    for note in notes:
-        print(f"note: {note}", file=out)
-    differences = 0
-    for i in range(max(len(expected), len(got))):
-        exp = expected[i].data.get("msg") if i < len(expected) else None
-        act = got[i] if i < len(got) else None
-        if exp == act:
-            continue
-        differences += 1
-        if differences == 1:
-            where = f"recorded event #{expected[i].seq}" if i < len(expected) else "past the end"
-            print(f"DIFFERS at output {i + 1} ({where})", file=out)
-            print(f"  expected: {describe_message(exp) if exp is not None else '(nothing)'}",
-                  file=out)
-            print(f"  actual:   {describe_message(act) if act is not None else '(nothing)'}",
-                  file=out)
-            for line in json_diff(exp, act):
-                print(f"    {line}", file=out)
-    if differences:
-        print(f"against {target}: {differences} of {max(len(expected), len(got))} outputs differ",
-              file=out)
-        return 1
-    print(f"against {target}: all {len(expected)} outputs match", file=out)
-    return 0
+    """Send the recorded client side to ``target``; 0 if every response matches the
+    recorded one (by request id: see :mod:`replay.compare`). Raises
+    :class:`TargetError` when the target cannot be driven."""
+    from mcpactor.session.groups import sole_exception
+
+    from .compare import compare, print_comparison, server_messages
+
+    try:
+        got = trio.run(_drive_all, trace, target, timeout)
+    except BaseExceptionGroup as group:
+        lone = sole_exception(group)
+        if isinstance(lone, TargetError | OSError):
+            raise lone from None
+        raise
+    recorded, methods = server_messages(trace)
+    cmp = compare(recorded, got, methods)
+    print_comparison(cmp, out, what=f"against {target}")
+    return 0 if cmp.same else 1
 
 
 async def _serve(trace: Trace, timeout: float, err: TextIO) -> int:

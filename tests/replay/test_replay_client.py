@@ -156,14 +156,16 @@ def test_against_sends_a_client_trace_to_a_live_server(tmp_path: Path) -> None:
     record(trace, "main")
     code, out, _ = run_cli("replay", str(trace), "--against", " ".join(SERVER))
     assert code == 0, out
-    assert "all 4 outputs match" in out
+    assert "same: 4 response(s), each as recorded" in out
     src = (ROOT / "traces" / "servers" / "race_server.py").read_text()
     changed = tmp_path / "changed.py"
     changed.write_text(src.replace('return "quick"', 'return "slow"'))
     code, out, _ = run_cli("replay", str(trace), "--against",
                            " ".join([*MCPACTOR, "run", f"{changed}:server"]))
     assert code == 1
-    assert '$.result.content[0].text: expected "quick", got "slow"' in out
+    assert "1 of 4 response(s) changed" in out
+    [row] = [line for line in out.splitlines() if line.strip().startswith("2 ")]
+    assert row.split() == ["2", "tools/call", "quick", "slow"]
 
 
 def test_wrong_entry_points_for_a_client_trace_are_one_line_errors(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ def test_http_session_traces_replay_and_against_url_matches(
 
         assert trio.run(session) == ["quick", "done"]
         code, out, _ = run_cli("replay", str(TRACES / "late_cancel.jsonl"), "--against", url)
-        assert code == 0 and "all 2 outputs match" in out
+        assert code == 0 and "same: 2 response(s), each as recorded" in out
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -27,7 +27,7 @@ def test_against_a_live_server_that_behaves_the_same() -> None:
     code, out, _ = run_cli("replay", str(TRACES / "cancel_during_sampling.jsonl"),
                            "--against", _live(RACE_SERVER))
     assert code == 0, out
-    assert "all 3 outputs match" in out
+    assert "same: 1 response(s), each as recorded" in out
 
 
 def test_against_a_live_server_that_answers_differently(tmp_path: Path) -> None:
@@ -37,8 +37,19 @@ def test_against_a_live_server_that_answers_differently(tmp_path: Path) -> None:
     code, out, _ = run_cli("replay", str(TRACES / "late_cancel.jsonl"),
                            "--against", _live(f"{changed}:server"))
     assert code == 1
-    assert "DIFFERS at output 2" in out
-    assert '$.result.content[0].text: expected "quick", got "slow"' in out
+    assert "1 of 2 response(s) changed" in out
+    [row] = [line for line in out.splitlines() if line.strip().startswith("1 ")]
+    assert row.split() == ["1", "tools/call", "quick", "slow"]
+
+
+def test_against_a_target_that_dies_or_never_answers_is_one_line_exit_2() -> None:
+    trace = str(TRACES / "late_cancel.jsonl")
+    for target, said in (("false", "false exited with status 1"),
+                         ("sleep 30", "sleep 30 never answered"),
+                         ("no-such-command-here", "cannot start no-such-command-here")):
+        code, out, err = run_cli("replay", trace, "--against", target, "--timeout", "2")
+        assert code == 2, (target, out, err)
+        assert said in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
 async def _calls(client: Client) -> list[str]:
