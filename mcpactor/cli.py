@@ -52,10 +52,14 @@ def _load_server(spec: str) -> object:
 def cmd_run(args: argparse.Namespace) -> int:
     """Serve an entry point over stdio or HTTP."""
     if args.trace:
+        from mcpactor.tracing import entropy
+        from mcpactor.tracing.seeds import run_with_hash_seed
+
+        # A fixed string-hash seed (set iteration order), recorded in the header: this
+        # starts the command again with one unless PYTHONHASHSEED is set already.
+        run_with_hash_seed(None)
         # Before the server's code is imported: its modules then see the recorded clock
         # and entropy functions however they import them (mcpactor.tracing.entropy).
-        from mcpactor.tracing import entropy
-
         entropy.install()
     server = _load_server(args.target)
     from mcpactor.server.app import Server

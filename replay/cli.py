@@ -64,6 +64,12 @@ def register(sub: Any) -> None:
                         "(default: %(default)s)")
     p.add_argument("--timeout", type=positive_float, default=10.0,
                    help="seconds to wait for each live answer (--against, --serve)")
+    p.add_argument("--interleaving", "--request", dest="interleaving", metavar="ID",
+                   help="after a faithful replay, show the steps around request ID (a JSON "
+                   "value: 3, or '\"abc\"'): which task ran between which awaits")
+    p.add_argument("--session", metavar="SID",
+                   help="with --interleaving: the session of the request (whole-process "
+                   "traces where several sessions used the id)")
     p.set_defaults(func=cmd_replay)
 
     t = sub.add_parser("trace", help="read traces: show, diff, html")
@@ -71,6 +77,8 @@ def register(sub: Any) -> None:
     show = tsub.add_parser("show", help="a readable timeline with request latencies")
     show.add_argument("trace")
     show.add_argument("--all", action="store_true", help="include actor start/stop events")
+    show.add_argument("--interleaving", "--request", dest="interleaving", metavar="ID",
+                      help="replay the trace and show the steps around request ID")
     show.set_defaults(func=cmd_show)
     diff = tsub.add_parser("diff", help="compare two traces event by event")
     diff.add_argument("a")
@@ -80,6 +88,8 @@ def register(sub: Any) -> None:
     html = tsub.add_parser("html", help="a self-contained sequence-diagram page")
     html.add_argument("trace")
     html.add_argument("-o", "--output", required=True, metavar="OUT.html")
+    html.add_argument("--interleaving", "--request", dest="interleaving", metavar="ID",
+                      help="replay the trace and add the steps around request ID")
     html.set_defaults(func=cmd_html)
 
 
@@ -89,6 +99,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise _cli_error("--serve (play the recorded server to a client) and --against (play "
                          "the recorded client to a server) exclude each other")
     trace = _load(args.trace, require_end=args.until is None)
+    seed = trace.header.get("hash_seed")
+    if isinstance(seed, int) and not (args.serve or args.against):
+        from mcpactor.tracing.seeds import run_with_hash_seed
+
+        # The recording's string-hash seed (set iteration order); this starts the
+        # command again with it unless it is already this process's.
+        run_with_hash_seed(seed)
     if args.serve:
         from .live import serve_trace
 
@@ -113,6 +130,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"replay: stopped before {event_line(ev.data)}", file=sys.stderr, flush=True)
         breakpoint()
 
+    request = _request_id(args.interleaving) if args.interleaving is not None else None
+    if request is not None and trace.version < 2:
+        raise _cli_error("--interleaving needs a trace of format version 2 (recorded with "
+                         "the schedule): record it again with this mcpactor")
     options = ReplayOptions(
         server=args.server,
         client=args.client,
@@ -121,6 +142,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         on_step=on_step if args.step else None,
         on_break=on_break,
         schedules=max(1, args.schedules),
+        locate=request is not None,
     )
     started = time.perf_counter()
     try:
@@ -131,6 +153,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.output:
         _write(args.output, result.output_bytes())
     print_verdict(result, elapsed, sys.stdout)
+    if request is not None and result.faithful:
+        from .interleave import NoSuchRequest, interleaving, print_interleaving
+
+        try:
+            view = interleaving(trace, result, request, args.session)
+        except NoSuchRequest as exc:
+            raise _cli_error(str(exc)) from None
+        print(file=sys.stdout)
+        print_interleaving(view, sys.stdout)
     if result.changes is not None:
         from .compare import print_comparison
 
@@ -138,6 +169,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print_comparison(result.changes, sys.stdout, what="responses")
         return 0 if result.changes.same else 1
     return 0 if result.faithful else 1
+
+
+def _request_id(text: str) -> Any:
+    """A request id as given on the command line: JSON (3, "abc"), else the text."""
+    import orjson
+
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    return value if isinstance(value, int | str) and not isinstance(value, bool) else text
 
 
 def _against_error(target: str, exc: OSError) -> str:
@@ -149,8 +191,36 @@ def cmd_show(args: argparse.Namespace) -> int:
     """``mcpactor trace show``."""
     from .show import show
 
-    show(_load(args.trace, require_end=False), sys.stdout, everything=args.all)
+    trace = _load(args.trace, require_end=False)
+    show(trace, sys.stdout, everything=args.all)
+    if args.interleaving is not None:
+        from .interleave import print_interleaving
+
+        print(file=sys.stdout)
+        print_interleaving(_interleaving(trace, args.interleaving), sys.stdout)
     return 0
+
+
+def _interleaving(trace: Trace, request: str) -> Any:
+    """Replay ``trace`` (exactly, noting where each step resumed) and pick the steps
+    around ``request``; one-line errors for what prevents it."""
+    from .engine import ReplayError, ReplayOptions, replay
+    from .interleave import NoSuchRequest, interleaving
+
+    if trace.version < 2:
+        raise _cli_error("--interleaving needs a trace of format version 2 (recorded with "
+                         "the schedule): record it again with this mcpactor")
+    try:
+        result = replay(trace, ReplayOptions(locate=True))
+    except ReplayError as exc:
+        raise _cli_error(str(exc)) from None
+    if not result.faithful:
+        raise _cli_error("the replay diverged (run `mcpactor replay` for where): the "
+                         "interleaving is shown for a faithful replay only")
+    try:
+        return interleaving(trace, result, _request_id(request))
+    except NoSuchRequest as exc:
+        raise _cli_error(str(exc)) from None
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -166,7 +236,8 @@ def cmd_html(args: argparse.Namespace) -> int:
     from .html import render_html
 
     trace = _load(args.trace, require_end=False)
-    _write(args.output, render_html(trace).encode("utf-8"))
+    view = _interleaving(trace, args.interleaving) if args.interleaving is not None else None
+    _write(args.output, render_html(trace, view).encode("utf-8"))
     print(f"wrote {args.output}")
     return 0
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from .interleave import Interleaving
 from .render import describe
 from .trace import Event, Trace
 
@@ -37,6 +38,9 @@ _COLORS = {
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 16px; color: #1f2328; }
 h1 { font-size: 18px; } .meta { font-size: 12px; color: #57606a; }
+h2 { font-size: 15px; } table.steps { border-collapse: collapse; font-size: 12px; }
+table.steps td, table.steps th { border: 1px solid #d0d7de; padding: 2px 6px; text-align: left; }
+tr.other { background: #fff1e5; } tr.mine { background: #ddf4ff; }
 svg text { font-family: ui-monospace, monospace; font-size: 11px; }
 .lane { stroke: #d0d7de; stroke-dasharray: 4 3; }
 .head { font-weight: bold; font-size: 12px; }
@@ -87,8 +91,34 @@ def _row(ev: Event, y: int, lanes: dict[str, int]) -> str:
     return "".join(parts)
 
 
-def render_html(trace: Trace) -> str:
-    """The whole page as one string."""
+def render_interleaving(view: Interleaving) -> str:
+    """The interleaving around one request as an HTML table: the request's own steps,
+    and other handlers' steps (highlighted) that ran while it waited."""
+    rows = []
+    for s in view.steps:
+        cls = "mine" if s.mine else "other"
+        waits = "then returns" if s.waits_at is None else (
+            f"to {html.escape(_place(s.waits_at))}: <code>{html.escape(s.code)}</code>")
+        events = "<br>".join(html.escape(e) for e in s.events)
+        rows.append(f'<tr class="{cls}"><td>{s.index}</td><td>{html.escape(s.task)}</td>'
+                    f"<td>from {html.escape(_place(s.resumed_at))}</td><td>{waits}</td>"
+                    f"<td>{events}</td></tr>")
+    head = html.escape(f"Interleaving of request {view.request!r} ({view.method}, "
+                       f"{view.handler}): {len(view.others)} step(s) of other handlers ran "
+                       "while it waited")
+    return (f'<h2>{head}</h2><table class="steps"><tr><th>step</th><th>task</th>'
+            "<th>resumed</th><th>waits</th><th>emits</th></tr>" + "".join(rows) + "</table>")
+
+
+def _place(where: str | None) -> str:
+    if where is None:
+        return "its start"
+    path, _, line = where.rpartition(":")
+    return f"{path.rsplit('/', 1)[-1]}:{line}"
+
+
+def render_html(trace: Trace, interleaving: Interleaving | None = None) -> str:
+    """The whole page as one string (with the interleaving around a request, if given)."""
     order = _lanes(trace)
     peer = _peer_name(trace)
     lanes = {name: i for i, name in enumerate(order)}
@@ -129,6 +159,7 @@ def render_html(trace: Trace) -> str:
         f"<p class=\"meta\">Hover an event for its JSON. Blue: {peer} to {h.get('role')}; "
         f"green: {h.get('role')} to {peer}; red: cancellations and failures; orange: "
         "timeouts.</p>"
+        + (render_interleaving(interleaving) if interleaving is not None else "")
         + "".join(svg)
         + "</body></html>\n"
     )

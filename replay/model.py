@@ -39,6 +39,9 @@ class ReplayOptions:
     #: coin flips decide; a faithful replay stops at its first match, so only a
     #: diverging replay pays for it.
     schedules: int = 1024
+    #: Note, for every step, where in the application's code its task resumed (the
+    #: interleaving view, :mod:`replay.interleave`): costs a walk of the task's frames.
+    locate: bool = False
 
 
 @attrs.frozen
@@ -70,6 +73,10 @@ class ReplayResult:
     #: and for each reproduced event the task that emitted it (None: not a followed one).
     steps: tuple[tuple[int, int], ...] = ()
     emitters: tuple[int | None, ...] = ()
+    #: (With ``ReplayOptions.locate``) for each step, where in the application's code
+    #: its task had waited; for each reproduced event, the step it was emitted in.
+    locations: tuple[str | None, ...] = ()
+    event_steps: tuple[int | None, ...] = ()
     #: (Changed code, ``--server``) every response that is not the recorded one, from a
     #: run of the new code on the recorded inputs (see :mod:`replay.exact.changed`).
     changes: Comparison | None = None

@@ -40,7 +40,7 @@ class _Exchange:
 def exchanges(trace: Trace) -> list[_Exchange]:
     """Requests paired with their responses, cancellations and timeouts, in order."""
     found: list[_Exchange] = []
-    open_: dict[tuple[str, str], _Exchange] = {}
+    open_: dict[tuple[str, str, str], _Exchange] = {}
     for ev in trace.events:
         d = ev.data
         for msg in _messages(d):
@@ -48,10 +48,10 @@ def exchanges(trace: Trace) -> list[_Exchange]:
                 direction = "in" if ev.kind == "message_in" else "out"
                 x = _Exchange(direction, msg["id"], str(msg["method"]), ev.t)
                 found.append(x)
-                open_[(direction, _key(msg["id"]))] = x
+                open_[(ev.session or "", direction, _key(msg["id"]))] = x
             elif "id" in msg and ("result" in msg or "error" in msg):
                 direction = "in" if ev.kind == "message_out" else "out"
-                x2 = open_.pop((direction, _key(msg["id"])), None)
+                x2 = open_.pop((ev.session or "", direction, _key(msg["id"])), None)
                 if x2 is not None:
                     x2.end = ev.t
                     if x2.outcome == "unanswered":

@@ -32,7 +32,7 @@ from mcpactor import __version__ as _version
 from mcpactor.tracing import entropy
 from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS
 from mcpactor.tracing.schedule import RecordingScheduler
-from mcpactor.tracing.seeds import clock_kind, fresh_seeds
+from mcpactor.tracing.seeds import clock_kind, fresh_seeds, hash_seed
 from mcpactor.tracing.sinkclient import (
     DRAIN_TIMEOUT,
     MemoryOutput,
@@ -107,6 +107,7 @@ class TraceHeader:
             "seeds": self.seeds,
             "clock": clock,
             "redacted_keys": list(self.redacted_keys),
+            "hash_seed": hash_seed(),
             "pid": os.getpid(),
             **extra,
         }

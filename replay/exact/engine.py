@@ -23,6 +23,7 @@ def replay_exact(trace: Trace, subject: Any, options: ReplayOptions) -> ReplayRe
     box: dict[str, Any] = {}
     scheduler = Scheduler(trace, on_diverge=lambda reason: None,
                           stall_seconds=options.grace)
+    scheduler.locate = options.locate
     trio.run(_main, trace, subject, options, scheduler, box, clock=ReplayClock(scheduler))
     matcher: ExactMatcher = box["matcher"]
     return ReplayResult(
@@ -35,6 +36,8 @@ def replay_exact(trace: Trace, subject: Any, options: ReplayOptions) -> ReplayRe
         attempts=1,
         steps=tuple(scheduler.steps),
         emitters=tuple(matcher.emitters),
+        locations=tuple(scheduler.locations),
+        event_steps=tuple(matcher.event_steps),
     )
 
 

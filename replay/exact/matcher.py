@@ -63,8 +63,10 @@ class ExactMatcher:
         clock = trace.header.get("clock") or {}
         self._origin = float(clock.get("origin", 0.0))
         self.output: list[bytes] = []
-        #: For each reproduced event, the task that emitted it (None: not a followed one).
+        #: For each reproduced event, the task that emitted it (None: not a followed one)
+        #: and the index of the step it was emitted in.
         self.emitters: list[int | None] = []
+        self.event_steps: list[int | None] = []
         #: The log the sessions call (see mcpactor.tracing.tracer).
         self.log: Callable[[Compact], None] = self._log
         if self.until_index == 0:
@@ -103,6 +105,8 @@ class ExactMatcher:
         self.next = i + 1
         node = current_node()
         self.emitters.append(node.id if node is not None else None)
+        self.event_steps.append(
+            self.scheduler.last_step.get(node.id) if node is not None else None)
         self.output.append(orjson.dumps(actual))
         if self.on_step is not None:
             self.on_step(expected, actual)

@@ -160,6 +160,12 @@ class Scheduler:
         self._waiting_since: float | None = None
         #: Every step run, as (recorded pass index, task id): the interleaving views.
         self.steps: list[tuple[int, int]] = []
+        #: With ``locate``: for each step, where its task was suspended before it (the
+        #: await the step returned from; None for a task's first step).
+        self.locate = False
+        self.locations: list[str | None] = []
+        #: For each task, the index of its latest step.
+        self.last_step: dict[int, int] = {}
         self.current: int | None = None  # the id of the followed task taking a step now
         self._runner: Any = None
         self._saved: tuple[Any, Any] | None = None
@@ -333,7 +339,10 @@ class Scheduler:
                 self._missing(tid, free, after, runq)
                 break
             chosen.append(task)
+            self.last_step[tid] = len(self.steps)
             self.steps.append((self.b, tid))
+            if self.locate:
+                self.locations.append(where_in_code(task))
             self._advance()
         if chosen or not self.done:
             self._check_progress(bool(chosen or free or after))
@@ -446,3 +455,44 @@ def _where(task: Any) -> str:
     if frame is None:
         return "an unknown point"
     return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+
+
+def where_in_code(task: Any) -> str | None:
+    """Where a suspended task waits, as the application sees it: the innermost frame of
+    its coroutine chain that is not Trio's or mcpactor's (``file:line``); None for a task
+    that has not started."""
+    coro = getattr(task, "coro", None)
+    found: str | None = None
+    started = False
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is None:
+            break
+        if frame.f_lasti >= 0:
+            started = True
+        name = frame.f_code.co_filename
+        if not _internal(name):
+            found = f"{name}:{frame.f_lineno}"
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return found if started else None
+
+
+def _internal(filename: str) -> bool:
+    return filename.startswith(_INTERNAL) or filename.startswith("<")
+
+
+def _package_dirs() -> tuple[str, ...]:
+    import os
+    import sysconfig
+
+    import outcome
+
+    import mcpactor
+
+    dirs = [os.path.dirname(m.__file__ or "") for m in (trio, outcome, mcpactor)]
+    dirs.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # replay/
+    dirs.append(sysconfig.get_paths()["stdlib"])
+    return tuple(d + os.sep for d in dirs if d)
+
+
+_INTERNAL = _package_dirs()
