@@ -60,7 +60,7 @@ def exchanges(trace: Trace) -> list[_Exchange]:
                         x2.outcome += ", answered anyway"
         if ev.kind in ("cancel_applied", "cancel_requested", "timer_fired") and "id" in d:
             direction = "out" if ev.actor == "tracker" else "in"
-            x3 = open_.get((direction, _key(d["id"])))
+            x3 = open_.get((ev.session or "", direction, _key(d["id"])))
             if x3 is not None:
                 what = "timed out" if ev.kind == "timer_fired" else "cancelled"
                 if x3.outcome == "unanswered":
