@@ -41,6 +41,8 @@ import types
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import trio
+
 from mcpactor.tracing.tasks import TRACK, Node
 
 __all__ = [
@@ -69,6 +71,15 @@ class Capture(Protocol):
 
     def seed_for(self, node: Node) -> str:
         """The seed of ``node``'s :mod:`random` stream."""
+        ...
+
+    def thread_plan(self, node: Node) -> str | None:
+        """(A replay) how ``node``'s next wait for a worker thread ended live: ``done``
+        (the thread's result) or ``cancelled``; None to run it as it comes."""
+        ...
+
+    def thread_done(self, node: Node, outcome: str) -> None:
+        """(A recording) how a wait for a worker thread ended."""
         ...
 
 
@@ -236,6 +247,55 @@ _users = 0
 _saved: dict[tuple[Any, str], Any] = {}
 
 
+_real_run_sync = trio.to_thread.run_sync
+
+
+async def _run_sync(sync_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``trio.to_thread.run_sync`` as the followed tasks see it.
+
+    A thread's end wakes its task from outside the schedule. Recorded: whether the wait
+    ended with the thread's result or with a cancellation (a timeout that fired first).
+    Replayed: the same, whatever the thread does this time — a wait that ended with the
+    result does not take a cancellation meanwhile (it comes at the next checkpoint, as it
+    did); a wait that ended cancelled keeps its thread from finishing first. Either way
+    the thread runs, and its reads of the clocks and entropy are its task's.
+    """
+    node = TRACK.get()
+    capture = _active or (node.rec if node is not None else None)
+    if node is None or node.task is None or node.muted or capture is None:
+        return await _real_run_sync(sync_fn, *args, **kwargs)
+    plan = capture.thread_plan(node)
+    if plan is None:
+        try:
+            result = await _real_run_sync(sync_fn, *args, **kwargs)
+        except trio.Cancelled:
+            capture.thread_done(node, "cancelled")
+            raise
+        capture.thread_done(node, "done")
+        return result
+    if plan == "done":
+        # Not abandoned on cancel: the wait ends with the thread, as it did live (no cancel
+        # scope of our own: entering one reads the clock, which live did not happen).
+        kwargs.pop("cancellable", None)
+        kwargs["abandon_on_cancel"] = False
+        return await _real_run_sync(sync_fn, *args, **kwargs)
+    release = threading.Event()
+
+    def held(*a: Any) -> Any:
+        try:
+            return sync_fn(*a)
+        finally:
+            release.wait()  # until the cancellation has ended the wait
+
+    try:
+        return await _real_run_sync(held, *args, **kwargs)
+    finally:
+        release.set()
+
+
+_run_sync.__doc__ = _real_run_sync.__doc__
+
+
 def install() -> None:
     """Swap the functions on their modules, for as long as someone uses them (each call
     wants an :func:`uninstall`; ``mcpactor run --trace`` keeps them for the process)."""
@@ -245,7 +305,8 @@ def install() -> None:
         if _installed:
             return
         for module, names in ((time, CLOCK_SOURCES), (os, ("urandom",)),
-                              (random, ("_urandom", *_RANDOM_FUNCTIONS))):
+                              (random, ("_urandom", *_RANDOM_FUNCTIONS)),
+                              (trio.to_thread, ("run_sync",))):
             for name in names:
                 if hasattr(module, name):
                     _saved[(module, name)] = getattr(module, name)
@@ -256,6 +317,7 @@ def install() -> None:
         for name in _RANDOM_FUNCTIONS:
             if hasattr(_global_random, name):
                 setattr(random, name, _random_swapped(name))
+        trio.to_thread.run_sync = _run_sync  # type: ignore[assignment]
         _installed = True
 
 

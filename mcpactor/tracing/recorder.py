@@ -349,6 +349,16 @@ class Recorder:
         """``node``'s :mod:`random` stream's seed: the trace's, and the task's name."""
         return f"{self._seed}:{node.name}"
 
+    def thread_plan(self, node: Node) -> str | None:
+        """Live: a thread's wait ends as it ends."""
+        return None
+
+    def thread_done(self, node: Node, outcome: str) -> None:
+        """How a followed task's wait for a worker thread ended (a ``read``, source
+        ``thread``)."""
+        if node.id and not self._closed:
+            self._events.append((0, None, None, "read", node.id, "thread", outcome))
+
     # -- results ------------------------------------------------------------------------
 
     @property

@@ -33,3 +33,13 @@ class ReplayCapture:
     def seed_for(self, node: Node) -> str:
         """The seed of ``node``'s :mod:`random` stream (as the recording's)."""
         return f"{self._seed}:{node.name}"
+
+    def thread_plan(self, node: Node) -> str | None:
+        """How the recorded wait for this thread ended (None: not recorded)."""
+        if self._scheduler.free:
+            return None
+        value = self._scheduler.take(node, "thread")
+        return None if value is MISSING else str(value)
+
+    def thread_done(self, node: Node, outcome: str) -> None:
+        """Nothing to record in a replay."""

@@ -267,6 +267,18 @@ class Scheduler:
         queue.popleft()
         return value
 
+    def take(self, node: Node, source: str) -> Any:
+        """The next value of ``source`` in ``node``'s reads, wherever it is among them
+        (how a wait for a worker thread ended is logged after what the thread read)."""
+        queue = self._reads.get(node.id)
+        if not queue:
+            return MISSING
+        for i, (recorded, value) in enumerate(queue):
+            if recorded == source:
+                del queue[i]
+                return value
+        return MISSING
+
     # -- parking, for the replay transport ----------------------------------------------
 
     async def park(self) -> None:
