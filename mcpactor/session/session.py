@@ -388,7 +388,11 @@ class Session(WriterActor):
             log.debug("session %s: dropped a message: %s", self.id, ev.reason)
         elif t is pc.BatchReceived:
             assert isinstance(ev, pc.BatchReceived)
-            first = next((e.id for e in ev.events if isinstance(e, pc.RequestReceived)), None)
+            # The request the whole answer is tied to (HTTP puts it on that POST's
+            # stream): the first one answered, even if only by the Connection itself
+            # (a batch of pings has no RequestReceived).
+            first = next((e.id for e in ev.events if type(e) is pc.RequestReceived
+                          or (type(e) is pc.Reply and e.id is not None)), None)
             collector = BatchCollector(self, ev.expected, first)
             for item in ev.events:
                 await self._route(item, collector)
