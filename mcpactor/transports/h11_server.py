@@ -74,8 +74,8 @@ class H11Options:
 class _Conn:
     """One TCP connection: the socket and the bytes read but not yet consumed."""
 
-    __slots__ = ("buf", "cache", "client", "eof", "idle", "idle_since", "opts", "server",
-                 "stream")
+    __slots__ = ("buf", "cache", "client", "done", "eof", "idle", "idle_since", "opts",
+                 "server", "stream")
 
     def __init__(self, stream: trio.SocketStream, opts: H11Options) -> None:
         self.stream = stream
@@ -88,6 +88,9 @@ class _Conn:
         self.idle = trio.CancelScope()
         #: When the wait for the next request head began (None: not waiting).
         self.idle_since: float | None = None
+        #: Set when the connection is closed, once it has been handed to another task
+        #: (None until then): the task that accepted it waits for it (see __call__).
+        self.done: trio.Event | None = None
         sock = stream.socket
         self.server = _addr(sock.getsockname())
         self.client = _addr(sock.getpeername())
@@ -180,8 +183,12 @@ class _FastExchange:
         if self.head is not None:
             status, headers = self.head
             self.head = None
+            # A request body the app left unread and too long to drain ends the
+            # connection after this response: say so (a client would otherwise send
+            # its next request into a closing socket).
+            close = self.close or self.remaining > self.c.opts.max_drain_bytes
             data, self.chunked, self.close, self.expected = http11.response_head(
-                status, headers, close=self.close, cache=self.c.cache
+                status, headers, close=close, cache=self.c.cache
             )
             self.started = True
             parts.append(data)
@@ -407,6 +414,11 @@ class _ConnectionHandler:
         c = _Conn(stream, self.opts)
         self.conns.add(c)
         await self._run(c)
+        if c.done is not None:
+            # Handed to another task: trio.serve_listeners closes the stream as soon as
+            # this returns, which would cut the connection under that task (a client
+            # reusing it lost its next request), so wait until it is really over.
+            await c.done.wait()
 
     async def _run(self, c: _Conn) -> None:
         """Serve ``c`` until it ends (then close it) or is handed to another task."""
@@ -419,10 +431,16 @@ class _ConnectionHandler:
             if not handed:
                 self.conns.discard(c)
                 self.slots.release()
-                await trio.aclose_forcefully(c.stream)
+                try:
+                    await trio.aclose_forcefully(c.stream)
+                finally:
+                    if c.done is not None:
+                        c.done.set()
 
     def _hand_off(self, c: _Conn) -> None:
         assert self.nursery is not None
+        if c.done is None:
+            c.done = trio.Event()
         self.nursery.start_soon(self._run, c)
 
     async def _refuse(self, stream: trio.SocketStream, status: int, text: bytes) -> None:
