@@ -63,7 +63,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         options["auth"] = auth
     if options and args.transport != "http":
         raise CliError("the HTTP options (--json-response, --sse-response, --server, "
-                       "--stateless, --allow-*, --session-timeout) need --transport http")
+                       "--stateless, --allow-*, --session-timeout, the connection limits) "
+                       "need --transport http")
     if args.trace and args.transport == "stdio" and os.path.isdir(args.trace):
         raise CliError(f"--trace {args.trace} is a folder: over stdio it takes a file "
                        f"(e.g. {os.path.join(args.trace, 'session.jsonl')}); a folder of "
@@ -180,6 +181,21 @@ def _http_options(args: argparse.Namespace) -> dict[str, object]:
         if args.session_timeout <= 0:
             raise CliError("--session-timeout must be a positive number of seconds")
         options["session_idle_timeout"] = args.session_timeout
+    for name in ("keep_alive_timeout", "head_timeout", "body_timeout"):
+        value = getattr(args, name)
+        if value is not None:
+            if not value > 0:
+                flag = "--" + name.replace("_", "-")
+                raise CliError(f"{flag} must be a positive number of seconds")
+            options[name] = value
+    if args.max_connections is not None:
+        if args.max_connections < 1:
+            raise CliError("--max-connections must be at least 1")
+        options["max_connections"] = args.max_connections
+    if args.max_connections_per_peer is not None:
+        if args.max_connections_per_peer < 0:
+            raise CliError("--max-connections-per-peer must be 0 (no cap) or more")
+        options["max_connections_per_peer"] = args.max_connections_per_peer
     return options
 
 
@@ -219,6 +235,23 @@ def build_parser() -> argparse.ArgumentParser:
                       help="accept this Origin header too; repeatable")
     http.add_argument("--session-timeout", type=float, metavar="SECONDS",
                       help="close sessions idle this long (default 1800)")
+    limits = run.add_argument_group(
+        "HTTP connection limits",
+        "How long the built-in server waits for a client, and how many connections it "
+        "holds; a full table closes idle or stalled connections (idle first, then the "
+        "longest-waiting) before it refuses a new one, and never touches a busy one "
+        "(hypercorn applies --keep-alive-timeout only)")
+    limits.add_argument("--keep-alive-timeout", type=float, metavar="SECONDS",
+                        help="close connections idle this long between requests (default 5)")
+    limits.add_argument("--head-timeout", type=float, metavar="SECONDS",
+                        help="time a request head may take, as a whole (default 10)")
+    limits.add_argument("--body-timeout", type=float, metavar="SECONDS",
+                        help="time a request body may take, as a whole (default 30)")
+    limits.add_argument("--max-connections", type=int, metavar="N",
+                        help="connections at once (default 2000)")
+    limits.add_argument("--max-connections-per-peer", type=int, metavar="N",
+                        help="connections one client address (IPv6: /64) may hold; 0: no "
+                        "cap (default 500; behind a reverse proxy raise it or use 0)")
     from mcpactor.cli_auth import add_auth_arguments
 
     add_auth_arguments(run)

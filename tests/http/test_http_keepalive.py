@@ -13,7 +13,15 @@ import socket
 
 import pytest
 import trio
-from http_support import init_body, make_server, request_body, running_app
+from http_support import (
+    init_body,
+    make_server,
+    raw_post,
+    read_raw_response,
+    request_body,
+    running_app,
+    session_id_of,
+)
 
 from mcpactor import Context, Server
 
@@ -32,48 +40,6 @@ def _server() -> Server:
     return server
 
 
-def _post(body: bytes, sid: bytes | None, chunked: bool = False) -> bytes:
-    extra = b"" if sid is None else b"Mcp-Session-Id: " + sid + b"\r\n"
-    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Accept: application/json, text/event-stream\r\n" + extra)
-    if chunked:  # the h11 path
-        return head + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
-    return head + b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-def _read_response(s: socket.socket, buf: bytes) -> tuple[bytes, bytes, bytes]:
-    """One response: ``(head, body, what follows)``; raises EOFError if the server
-    closed the connection before it was complete."""
-
-    def more() -> bytes:
-        chunk = s.recv(65536)
-        if not chunk:
-            raise EOFError(buf)
-        return chunk
-
-    while b"\r\n\r\n" not in buf:
-        buf += more()
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    if b"transfer-encoding: chunked" in head.lower():
-        body = b""
-        while True:
-            while b"\r\n" not in rest:
-                rest += more()
-            size_line, _, rest = rest.partition(b"\r\n")
-            size = int(size_line, 16)
-            while len(rest) < size + 2:
-                rest += more()
-            body += rest[:size]
-            rest = rest[size + 2:]
-            if size == 0:
-                return head, body, rest
-    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                      if line.lower().startswith(b"content-length")))
-    while len(rest) < length:
-        rest += more()
-    return head, rest[:length], rest[length:]
-
-
 def _conversation(port: int) -> list[tuple[bytes, bytes]]:
     """On one connection: initialize, then each call followed by a ping."""
     calls = [
@@ -84,18 +50,17 @@ def _conversation(port: int) -> list[tuple[bytes, bytes]]:
     ]
     out: list[tuple[bytes, bytes]] = []
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(_post(init_body(), None))
-        head, _, rest = _read_response(s, b"")
-        sid = next(line.split(b": ")[1] for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"mcp-session-id"))
-        s.sendall(_post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', sid))
-        _, _, rest = _read_response(s, rest)
+        s.sendall(raw_post(init_body(), None))
+        head, _, rest = read_raw_response(s, b"")
+        sid = session_id_of(head)
+        s.sendall(raw_post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', sid))
+        _, _, rest = read_raw_response(s, rest)
         for i, call in enumerate(calls):
             for chunked in (False, True):
                 rid = 10 * (i + 1) + chunked
                 for msg in (call, request_body(rid, "ping")):
-                    s.sendall(_post(msg, sid, chunked=chunked))
-                    head, body, rest = _read_response(s, rest)
+                    s.sendall(raw_post(msg, sid, chunked=chunked))
+                    head, body, rest = read_raw_response(s, rest)
                     assert b"connection: close" not in head.lower(), head
                     out.append((head, body))
     return out
@@ -124,13 +89,13 @@ async def test_the_connection_is_reused_after_every_kind_of_answer(
 
 def _refused_then_reused(port: int) -> tuple[bytes, bytes]:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        small = _post(b'{"a":1}', None).replace(b"application/json\r\nAccept", b"text/plain\r\nAccept")
+        small = raw_post(b'{"a":1}', None).replace(b"application/json\r\nAccept", b"text/plain\r\nAccept")
         s.sendall(small)
-        head_small, _, rest = _read_response(s, b"")
+        head_small, _, rest = read_raw_response(s, b"")
         big_body = b"x" * 200_000  # unread by the app (415) and past max_drain_bytes
-        s.sendall(_post(big_body, None).replace(b"application/json\r\nAccept",
+        s.sendall(raw_post(big_body, None).replace(b"application/json\r\nAccept",
                                                  b"text/plain\r\nAccept"))
-        head_big, _, rest = _read_response(s, rest)
+        head_big, _, rest = read_raw_response(s, rest)
         return head_small, head_big
 
 
