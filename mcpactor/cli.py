@@ -276,6 +276,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"mcpactor: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of our output stopped reading (``mcpactor trace show ... | head``):
+        # not an error of ours, so no traceback and status 0 (as ``call`` does, see
+        # cli_call); what is still buffered goes to /dev/null, not to a warning at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
 
 
 if __name__ == "__main__":
