@@ -108,14 +108,29 @@ def _number_trouble(exc: ValueError) -> bool:
     return text.find("number") >= 0 or text.find("integer") >= 0
 
 
+def _inexact_params(params: Any) -> bool:
+    """Whether orjson read an id inside params as a float: the request a cancellation
+    names, a progress token (of a progress notification, or a request's ``_meta``)."""
+    if type(params) is not dict:
+        return False
+    if type(params.get("requestId")) is float or type(params.get("progressToken")) is float:
+        return True
+    meta = params.get("_meta")
+    return type(meta) is dict and type(meta.get("progressToken")) is float
+
+
+def _inexact_item(item: Any) -> bool:
+    return type(item) is dict and (type(item.get("id")) is float
+                                   or _inexact_params(item.get("params")))
+
+
 def _has_inexact_id(obj: Any) -> bool:
-    """Whether orjson turned an id (of a message or a batch item) into a float: an
-    integer wider than 64 bits, or a genuine non-integer id; the exact path tells."""
-    if type(obj) is dict:
-        return type(obj.get("id")) is float
+    """Whether orjson turned an id (of a message or a batch item, or one inside
+    params) into a float: an integer wider than 64 bits, or a genuine non-integer
+    value; the exact path tells."""
     if type(obj) is list:
-        return any(type(item) is dict and type(item.get("id")) is float for item in obj)
-    return False
+        return any(_inexact_item(item) for item in obj)
+    return _inexact_item(obj)
 
 
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
@@ -222,7 +237,12 @@ def parse(data: bytes | str) -> Message | Invalid | Batch:
     if type(obj) is dict:
         if type(obj.get("id")) is float:
             obj = _parse_exact(data, None)
-        return parse_object(obj)
+        msg = parse_object(obj)
+        # A notification's ids live in its params (a request's progress token is
+        # checked where the Connection reads it: see InexactNumber).
+        if msg.__class__ is Notification and _inexact_params(msg.params):
+            msg = parse_object(_parse_exact(data, None))
+        return msg
     if type(obj) is list:
         if not obj:
             return Invalid(None, InvalidRequest("Invalid Request: empty batch"), obj)
@@ -232,6 +252,23 @@ def parse(data: bytes | str) -> Message | Invalid | Batch:
     return Invalid(
         None, InvalidRequest("Invalid Request: a message must be a JSON object"), obj
     )
+
+
+class InexactNumber(Exception):
+    """Raised by a reader of a parsed message that found an id-like value (a progress
+    token) read as a float: the message must be parsed again with :func:`parse_exact`.
+    """
+
+
+def parse_exact(data: bytes | str) -> Message | Invalid | Batch:
+    """:func:`parse` with every integer exact (the stdlib's slower ``json``): for a
+    message in which orjson read a wide integer as a float where it matters."""
+    obj = _parse_exact(data, None)
+    if type(obj) is dict:
+        return parse_object(obj)
+    if type(obj) is list and obj:
+        return Batch([parse_object(item) for item in obj])
+    return parse(data)  # anything else: no wide number changes its answer
 
 
 def _parse_exact(data: bytes | str, refused: ValueError | None) -> Any:
@@ -364,6 +401,7 @@ __all__ = [
     "Batch",
     "ErrorObject",
     "ErrorResponse",
+    "InexactNumber",
     "Invalid",
     "JSONObject",
     "Message",
@@ -380,5 +418,6 @@ __all__ = [
     "encode_response",
     "loads",
     "parse",
+    "parse_exact",
     "parse_object",
 ]

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from tests.http.http_support import RawClient, running_app
+from http_support import RawClient, running_app
 
 WIDE = 2**64 + 1
 

@@ -203,3 +203,43 @@ async def test_a_client_answers_a_servers_wide_id() -> None:
         with trio.fail_after(5):
             async with connect_transport(a):
                 await done.wait()
+
+
+def _initialized(conn: Connection) -> None:
+    init = ('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
+            '"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}')
+    conn.receive(init.encode())
+    conn.receive(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+
+@pytest.mark.parametrize("rid", WIDE, ids=_name)
+def test_wide_ids_in_cancellations_and_progress_tokens_are_exact(rid: int) -> None:
+    """Found by tests/fuzz: an id is also a value inside params (the request a
+    cancellation names, a progress token), where orjson read it as a float."""
+    conn = _server_conn()
+    _initialized(conn)
+    call = raw_request(str(rid), "tools/list", '{"_meta":{"progressToken":' + str(rid + 1) + "}}")
+    (got,) = conn.receive(call)
+    assert isinstance(got, pc.RequestReceived)
+    assert (got.id, got.progress_token) == (rid, rid + 1)
+    assert type(got.progress_token) is int
+    cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}' % rid
+    (cancelled,) = conn.receive(cancel)
+    assert cancelled == pc.CancelReceived(rid, None)
+    # The same in a batch, and as jsonrpc.parse and jsonrpc.loads see them.
+    parsed = jsonrpc.parse(b"[" + cancel + b"]")
+    assert isinstance(parsed, jsonrpc.Batch)
+    assert parsed.items[0].params == {"requestId": rid}  # type: ignore[union-attr]
+    assert jsonrpc.parse(cancel) == jsonrpc.Notification("notifications/cancelled",
+                                                         {"requestId": rid})
+    progress = b'{"jsonrpc":"2.0","method":"notifications/progress","params":' \
+               b'{"progressToken":%d,"progress":1}}' % rid
+    assert jsonrpc.parse(progress).params["progressToken"] == rid  # type: ignore[union-attr]
+    assert jsonrpc.loads(cancel)["params"]["requestId"] == rid
+
+
+def test_a_float_progress_token_is_no_token() -> None:
+    conn = _server_conn()
+    _initialized(conn)
+    (got,) = conn.receive(raw_request("5", "tools/list", '{"_meta":{"progressToken":1.5}}'))
+    assert isinstance(got, pc.RequestReceived) and got.progress_token is None

@@ -17,6 +17,7 @@ import orjson
 import pytest
 import trio
 import trio.testing
+from hol_server import make_server
 
 from mcpactor import ClientHandlers, connect_stdio, connect_transport, connect_websocket
 from mcpactor.protocol import types as t
@@ -25,7 +26,6 @@ from mcpactor.tracing import MemoryRecorder
 from mcpactor.transports.memory import memory_pair
 from mcpactor.transports.stream import StreamTransport
 from mcpactor.transports.websocket import serve_websocket
-from tests.session.hol_server import make_server
 
 HERE = Path(__file__).parent
 TIMEOUT = 15
