@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
+import os
 import socket
 import sys
 from collections.abc import Sequence
@@ -57,7 +58,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         # A fixed string-hash seed (set iteration order), recorded in the header: this
         # starts the command again with one unless PYTHONHASHSEED is set already.
-        run_with_hash_seed(None)
+        if args.restartable:
+            run_with_hash_seed(None)
         # Before the server's code is imported: its modules then see the recorded clock
         # and entropy functions however they import them (mcpactor.tracing.entropy).
         entropy.install()
@@ -79,7 +81,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         options["auth"] = auth
     if options and args.transport != "http":
         raise CliError("the HTTP options (--json-response, --sse-response, --server, "
-                       "--stateless, --allow-*, --session-timeout) need --transport http")
+                       "--stateless, --allow-*, --session-timeout, the connection limits) "
+                       "need --transport http")
     rotation = _trace_rotation(args)
     if args.trace:
         _check_trace_path(args.trace)
@@ -214,6 +217,21 @@ def _http_options(args: argparse.Namespace) -> dict[str, object]:
         if args.session_timeout <= 0:
             raise CliError("--session-timeout must be a positive number of seconds")
         options["session_idle_timeout"] = args.session_timeout
+    for name in ("keep_alive_timeout", "head_timeout", "body_timeout"):
+        value = getattr(args, name)
+        if value is not None:
+            if not value > 0:
+                flag = "--" + name.replace("_", "-")
+                raise CliError(f"{flag} must be a positive number of seconds")
+            options[name] = value
+    if args.max_connections is not None:
+        if args.max_connections < 1:
+            raise CliError("--max-connections must be at least 1")
+        options["max_connections"] = args.max_connections
+    if args.max_connections_per_peer is not None:
+        if args.max_connections_per_peer < 0:
+            raise CliError("--max-connections-per-peer must be 0 (no cap) or more")
+        options["max_connections_per_peer"] = args.max_connections_per_peer
     return options
 
 
@@ -260,6 +278,23 @@ def build_parser() -> argparse.ArgumentParser:
                       help="accept this Origin header too; repeatable")
     http.add_argument("--session-timeout", type=float, metavar="SECONDS",
                       help="close sessions idle this long (default 1800)")
+    limits = run.add_argument_group(
+        "HTTP connection limits",
+        "How long the built-in server waits for a client, and how many connections it "
+        "holds; a full table closes idle or stalled connections (idle first, then the "
+        "longest-waiting) before it refuses a new one, and never touches a busy one "
+        "(hypercorn applies --keep-alive-timeout only)")
+    limits.add_argument("--keep-alive-timeout", type=float, metavar="SECONDS",
+                        help="close connections idle this long between requests (default 5)")
+    limits.add_argument("--head-timeout", type=float, metavar="SECONDS",
+                        help="time a request head may take, as a whole (default 10)")
+    limits.add_argument("--body-timeout", type=float, metavar="SECONDS",
+                        help="time a request body may take, as a whole (default 30)")
+    limits.add_argument("--max-connections", type=int, metavar="N",
+                        help="connections at once (default 2000)")
+    limits.add_argument("--max-connections-per-peer", type=int, metavar="N",
+                        help="connections one client address (IPv6: /64) may hold; 0: no "
+                        "cap (default 500; behind a reverse proxy raise it or use 0)")
     from mcpactor.cli_auth import add_auth_arguments
 
     add_auth_arguments(run)
@@ -275,6 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # Only the command itself may start itself again (a fixed string-hash seed); called
+    # with arguments, from a program or a test, it runs in that process as it is.
+    args.restartable = argv is None
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
@@ -284,6 +322,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"mcpactor: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of our output stopped reading (``mcpactor trace show ... | head``):
+        # not an error of ours, so no traceback and status 0 (as ``call`` does, see
+        # cli_call); what is still buffered goes to /dev/null, not to a warning at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
 
 
 if __name__ == "__main__":

@@ -15,12 +15,18 @@ printed as it is, other content and structured results as JSON (``--json``: the 
 result as JSON). Exit status: 0, 1 when the tool reports an error (``isError``), 2 for a
 mistake (a target that cannot be reached, arguments that are not a JSON object, an
 unknown tool), with one line saying what went wrong.
+
+A reader that stops reading (``mcpactor call ... | head``) ends the output quietly:
+nothing on stderr, and the exit status the call would have had anyway (not 141, the
+status of a process killed by SIGPIPE): a cut output says nothing about the server or
+the call, and the status keeps saying whether the tool reported an error.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from collections.abc import AsyncIterator
@@ -109,11 +115,45 @@ async def _connect(target: str, headers: dict[str, str], options: dict[str, Any]
             yield client
 
 
-def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+class _Stdout:
+    """Where ``call`` prints: once the reader has closed the pipe (EPIPE), the rest of
+    the output is dropped and the command goes on to its normal end."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def line(self, text: str) -> None:
+        """Print one line (unless the reader is gone)."""
+        if not self.closed:
+            try:
+                print(text)
+            except BrokenPipeError:
+                self._gone()
+
+    def json(self, value: Any) -> None:
+        """Print a value as indented JSON."""
+        self.line(json.dumps(value, indent=2, ensure_ascii=False))
+
+    def flush(self) -> None:
+        """Write out what is buffered (unless the reader is gone)."""
+        if not self.closed:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def _gone(self) -> None:
+        self.closed = True
+        # What is still buffered would be flushed again at exit, and Python would print
+        # "Exception ignored ... BrokenPipeError": send it to /dev/null instead.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
 
 
-async def _run(args: argparse.Namespace) -> int:
+async def _run(args: argparse.Namespace, out: _Stdout) -> int:
     from mcpactor.protocol.convert import to_wire
 
     headers = _headers(args.header)
@@ -130,39 +170,39 @@ async def _run(args: argparse.Namespace) -> int:
         if args.read:
             result = await client.read_resource(args.read)
             if args.json:
-                _print_json(to_wire(result))
+                out.json(to_wire(result))
             for item in result.contents:
                 text = getattr(item, "text", None)
                 if not args.json:
-                    print(text if text is not None else json.dumps(to_wire(item)))
+                    out.line(text if text is not None else json.dumps(to_wire(item)))
             return 0
         if args.prompt:
             got = await client.get_prompt(
                 args.prompt, {k: str(v) for k, v in prompt_arguments.items()})
-            _print_json(to_wire(got))
+            out.json(to_wire(got))
             return 0
         tools = await client.list_all_tools()
         if args.tool is None:
             if args.json:
-                _print_json([to_wire(tool) for tool in tools])
+                out.json([to_wire(tool) for tool in tools])
             for tool in tools if not args.json else ():
                 params = ", ".join((tool.input_schema or {}).get("properties", {}))
                 summary = (tool.description or "").strip().splitlines()
-                print(f"{tool.name}({params})" + (f"  {summary[0]}" if summary else ""))
+                out.line(f"{tool.name}({params})" + (f"  {summary[0]}" if summary else ""))
             return 0
         if args.tool not in {tool.name for tool in tools}:
             names = ", ".join(sorted(tool.name for tool in tools)) or "none"
             raise _cli_error(f"the server has no tool {args.tool!r} (its tools: {names})")
         called = await client.call_tool(args.tool, arguments)
         if args.json:
-            _print_json(to_wire(called))
+            out.json(to_wire(called))
         else:
             for item in called.content:
                 text = getattr(item, "text", None)
-                print(text if getattr(item, "type", None) == "text" and text is not None
-                      else json.dumps(to_wire(item), ensure_ascii=False))
+                out.line(text if getattr(item, "type", None) == "text" and text is not None
+                         else json.dumps(to_wire(item), ensure_ascii=False))
             if called.structured_content is not None and not called.content:
-                _print_json(called.structured_content)
+                out.json(called.structured_content)
         return 1 if called.is_error else 0
 
 
@@ -171,8 +211,9 @@ def cmd_call(args: argparse.Namespace) -> int:
     from mcpactor.cli import CliError
     from mcpactor.protocol.errors import McpError
 
+    out = _Stdout()
     try:
-        return trio.run(_run, args)
+        return trio.run(_run, args, out)
     except CliError:
         raise
     except McpError as exc:
@@ -187,4 +228,4 @@ def cmd_call(args: argparse.Namespace) -> int:
     except Exception as exc:  # a transport failure: say it in one line
         raise _cli_error(f"{args.target}: {type(exc).__name__}: {exc}") from None
     finally:
-        sys.stdout.flush()
+        out.flush()

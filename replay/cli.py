@@ -100,7 +100,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                          "the recorded client to a server) exclude each other")
     trace = _load(args.trace, require_end=args.until is None)
     seed = trace.header.get("hash_seed")
-    if isinstance(seed, int) and not (args.serve or args.against):
+    if isinstance(seed, int) and not (args.serve or args.against) and getattr(
+            args, "restartable", False):
         from mcpactor.tracing.seeds import run_with_hash_seed
 
         # The recording's string-hash seed (set iteration order); this starts the

@@ -72,7 +72,11 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
         try:
             transport = await _open(target, nursery)
         except OSError as exc:
-            raise TargetError(f"cannot start {target}: {exc.strerror or exc}") from None
+            why = exc.strerror or str(exc)
+            raise TargetError(
+                f"cannot start {target}: {why} (--against takes a command line that starts "
+                "an MCP server over stdio, e.g. 'python server.py', or an http(s) URL)"
+            ) from None
 
         async def reader() -> None:
             try:

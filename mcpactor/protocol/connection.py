@@ -128,6 +128,8 @@ class Connection:
         self._inbound_tokens: dict[str | int, RequestId] = {}
         self._initialize_id: RequestId | None = None
         self._gate_cache: dict[str, str | None] = {}
+        #: Reading a message again with every number exact (see receive()).
+        self._exact = False
 
     # -- inspection -------------------------------------------------------------------
 
@@ -162,7 +164,20 @@ class Connection:
         if isinstance(parsed, jsonrpc.Batch):
             return [self._receive_batch(parsed)]
         out: list[Event] = []
-        self._receive_one(parsed, out)
+        try:
+            self._receive_one(parsed, out)
+        except jsonrpc.InexactNumber:
+            # A request's progress token wider than 64 bits, which orjson read as a
+            # float: raised before anything changed, so read it again, exactly (a
+            # float still there is a float: no progress token).
+            exact = jsonrpc.parse_exact(data)
+            assert not isinstance(exact, jsonrpc.Batch)
+            out = []
+            self._exact = True
+            try:
+                self._receive_one(exact, out)
+            finally:
+                self._exact = False
         return out
 
     def _receive_batch(self, batch: jsonrpc.Batch) -> Event:
@@ -260,6 +275,8 @@ class Connection:
             if type(meta) is dict:
                 token = meta.get("progressToken")
                 if type(token) not in (str, int):
+                    if type(token) is float and not self._exact:
+                        raise jsonrpc.InexactNumber(token)
                     token = None
         self._inbound[rid] = _Inbound(method, token)
         if token is not None:

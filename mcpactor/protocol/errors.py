@@ -22,6 +22,9 @@ RESOURCE_NOT_FOUND = INVALID_PARAMS
 RESOURCE_NOT_FOUND_LEGACY = -32002
 #: Request cancelled or timed out locally (never sent on the wire; used for typed errors).
 REQUEST_TIMEOUT = -32001
+#: The server is busy (every handler slot taken, its queue full): retry later. Sent on
+#: the wire; ``data`` says why and which limits were reached.
+SERVER_BUSY = -32005
 CONNECTION_CLOSED = -32000
 
 
@@ -50,6 +53,13 @@ class McpError(Exception):
 
 class RemoteProtocolError(McpError):
     """The peer sent something the protocol forbids; answered with ``code``."""
+
+
+class ServerBusy(McpError):
+    """Every handler slot is taken and the queue of waiting requests is full: the
+    request was not run; the peer may retry it later (``SERVER_BUSY``)."""
+
+    code = SERVER_BUSY
 
 
 class ParseError(RemoteProtocolError):

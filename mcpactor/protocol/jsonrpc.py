@@ -4,10 +4,19 @@ This is the hottest code in the runtime: every message crosses :func:`parse` onc
 of the ``encode_*`` functions once. It works on plain dicts from orjson and builds small
 slotted attrs objects; params and results stay as JSON data here and are structured into
 MCP types one layer up, only when a method needs it.
+
+Integers wider than 64 bits: JSON bounds no integer and a peer may choose any integer
+as a request id, but orjson reads such an integer as a float (or refuses it when not
+even a double holds it) and refuses to write one. Ids must come back exactly as sent,
+so both directions have a slower exact path taken only then: a message whose id came
+out as a float, or that orjson refused over a number, is read again by the stdlib's
+``json`` (:func:`_exact_loads`); an encoder that orjson refuses retries with the
+stdlib (:func:`_exact_dumps`). The common message never leaves orjson.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
@@ -25,6 +34,121 @@ JSONObject = dict[str, Any]
 
 _dumps = orjson.dumps
 _loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+
+
+def _refuse_constant(name: str) -> Any:
+    # The stdlib reads NaN and Infinity, which are not JSON (orjson refuses them).
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _exact_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # past sys.get_int_max_str_digits(): say so in plain words
+        raise ValueError(f"an integer of {len(text)} digits is too long") from None
+
+
+def _exact_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:32]} is infinity when parsed as double")
+    return value
+
+
+_DECODER = json.JSONDecoder(
+    parse_int=_exact_int, parse_float=_exact_float, parse_constant=_refuse_constant
+)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _exact_loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """Decode JSON with every integer exact, as strictly as orjson does otherwise.
+
+    The slow path (see the module): raises ValueError for anything orjson refuses
+    too, and for text no encoder here could write back (lone surrogates).
+    """
+    if not isinstance(data, str):
+        data = bytes(data).decode("utf-8")  # UnicodeDecodeError is a ValueError
+    try:
+        obj = _DECODER.decode(data)
+        # What we accept we must be able to send back (answers echo ids and params):
+        # strings with lone surrogates, which orjson refuses, fail here.
+        _ENCODER.encode(obj).encode("utf-8")
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    except UnicodeEncodeError:
+        raise ValueError("a string holds a lone surrogate") from None
+    return obj
+
+
+def _exact_dumps(obj: Any) -> bytes:
+    """Encode what orjson refused to (integers past 64 bits), in orjson's layout."""
+    return _ENCODER.encode(obj).encode("utf-8")
+
+
+def dumps(obj: Any) -> bytes:
+    """Encode JSON: orjson, and the stdlib for integers orjson cannot write.
+
+    Raises TypeError (orjson's) for anything neither can encode.
+    """
+    try:
+        return _dumps(obj)
+    except TypeError as exc:
+        try:
+            return _exact_dumps(obj)
+        except (TypeError, ValueError):
+            raise exc from None
+
+
+def _number_trouble(exc: ValueError) -> bool:
+    """Whether orjson refused a document over a number it cannot represent (which
+    the exact path may read) rather than over its syntax."""
+    text = str(exc).lower()
+    return text.find("number") >= 0 or text.find("integer") >= 0
+
+
+def _inexact_params(params: Any) -> bool:
+    """Whether orjson read an id inside params as a float: the request a cancellation
+    names, a progress token (of a progress notification, or a request's ``_meta``)."""
+    if type(params) is not dict:
+        return False
+    if type(params.get("requestId")) is float or type(params.get("progressToken")) is float:
+        return True
+    meta = params.get("_meta")
+    return type(meta) is dict and type(meta.get("progressToken")) is float
+
+
+def _inexact_item(item: Any) -> bool:
+    return type(item) is dict and (type(item.get("id")) is float
+                                   or _inexact_params(item.get("params")))
+
+
+def _has_inexact_id(obj: Any) -> bool:
+    """Whether orjson turned an id (of a message or a batch item, or one inside
+    params) into a float: an integer wider than 64 bits, or a genuine non-integer
+    value; the exact path tells."""
+    if type(obj) is list:
+        return any(_inexact_item(item) for item in obj)
+    return _inexact_item(obj)
+
+
+def loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """Decode one JSON document, ids exact: orjson, then the exact path when orjson
+    refused a number or read an id as a float. Raises ValueError (orjson's
+    ``JSONDecodeError`` for bad syntax) when it is not JSON."""
+    try:
+        obj = _loads(data)
+    except _JSONDecodeError as exc:
+        if not _number_trouble(exc):
+            raise
+        try:
+            return _exact_loads(data)
+        except ValueError:
+            raise exc from None
+    if _has_inexact_id(obj):
+        return _exact_loads(data)
+    return obj
 
 
 @attrs.frozen(slots=True)
@@ -108,17 +232,56 @@ def parse(data: bytes | str) -> Message | Invalid | Batch:
     """
     try:
         obj = _loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise ParseError(f"Parse error: {exc}", data={"reason": str(exc)}) from None
+    except _JSONDecodeError as exc:
+        obj = _parse_exact(data, exc)
     if type(obj) is dict:
-        return parse_object(obj)
+        if type(obj.get("id")) is float:
+            obj = _parse_exact(data, None)
+        msg = parse_object(obj)
+        # A notification's ids live in its params (a request's progress token is
+        # checked where the Connection reads it: see InexactNumber).
+        if msg.__class__ is Notification and _inexact_params(msg.params):
+            msg = parse_object(_parse_exact(data, None))
+        return msg
     if type(obj) is list:
         if not obj:
             return Invalid(None, InvalidRequest("Invalid Request: empty batch"), obj)
+        if _has_inexact_id(obj):
+            obj = _parse_exact(data, None)
         return Batch([parse_object(item) for item in obj])
     return Invalid(
         None, InvalidRequest("Invalid Request: a message must be a JSON object"), obj
     )
+
+
+class InexactNumber(Exception):
+    """Raised by a reader of a parsed message that found an id-like value (a progress
+    token) read as a float: the message must be parsed again with :func:`parse_exact`.
+    """
+
+
+def parse_exact(data: bytes | str) -> Message | Invalid | Batch:
+    """:func:`parse` with every integer exact (the stdlib's slower ``json``): for a
+    message in which orjson read a wide integer as a float where it matters."""
+    obj = _parse_exact(data, None)
+    if type(obj) is dict:
+        return parse_object(obj)
+    if type(obj) is list and obj:
+        return Batch([parse_object(item) for item in obj])
+    return parse(data)  # anything else: no wide number changes its answer
+
+
+def _parse_exact(data: bytes | str, refused: ValueError | None) -> Any:
+    """:func:`parse`'s slow path: read ``data`` again with every integer exact, after
+    orjson ``refused`` it (over a number, else that is the answer) or read an id as a
+    float (``refused`` None)."""
+    if refused is not None and not _number_trouble(refused):
+        raise ParseError(f"Parse error: {refused}", data={"reason": str(refused)}) from None
+    try:
+        return _exact_loads(data)
+    except ValueError as exc:
+        reason = str(exc)
+        raise ParseError(f"Parse error: {reason}", data={"reason": reason}) from None
 
 
 def _valid_id(value: Any) -> bool:
@@ -172,29 +335,49 @@ def parse_object(obj: Any) -> Message | Invalid:
     return Invalid(rid, InvalidRequest("Invalid Request: neither a request nor a response"), obj)
 
 
+# The encoders call orjson directly and fall back to dumps() only when it refuses (a
+# wide integer): a try block costs nothing when nothing is raised.
+
+
 def encode_request(rid: RequestId, method: str, params: JSONObject | None) -> bytes:
     """Encode a request."""
+    msg: JSONObject
     if params is None:
-        return _dumps({"jsonrpc": "2.0", "id": rid, "method": method})
-    return _dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+    else:
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+    try:
+        return _dumps(msg)
+    except TypeError:
+        return dumps(msg)
 
 
 def encode_notification(method: str, params: JSONObject | None) -> bytes:
     """Encode a notification."""
     if params is None:
         return _dumps({"jsonrpc": "2.0", "method": method})
-    return _dumps({"jsonrpc": "2.0", "method": method, "params": params})
+    msg = {"jsonrpc": "2.0", "method": method, "params": params}
+    try:
+        return _dumps(msg)
+    except TypeError:
+        return dumps(msg)
 
 
 def encode_response(rid: RequestId, result: JSONObject) -> bytes:
     """Encode a successful response."""
-    return _dumps({"jsonrpc": "2.0", "id": rid, "result": result})
+    try:
+        return _dumps({"jsonrpc": "2.0", "id": rid, "result": result})
+    except TypeError:
+        return dumps({"jsonrpc": "2.0", "id": rid, "result": result})
 
 
 def encode_error(rid: RequestId | None, error: McpError | ErrorObject) -> bytes:
     """Encode an error response (``id`` null when the request's id could not be read)."""
     body = error.to_error() if isinstance(error, McpError) else error.to_json()
-    return _dumps({"jsonrpc": "2.0", "id": rid, "error": body})
+    try:
+        return _dumps({"jsonrpc": "2.0", "id": rid, "error": body})
+    except TypeError:
+        return dumps({"jsonrpc": "2.0", "id": rid, "error": body})
 
 
 def encode_batch(parts: list[bytes]) -> bytes:
@@ -218,6 +401,7 @@ __all__ = [
     "Batch",
     "ErrorObject",
     "ErrorResponse",
+    "InexactNumber",
     "Invalid",
     "JSONObject",
     "Message",
@@ -225,12 +409,15 @@ __all__ = [
     "Request",
     "RequestId",
     "Response",
+    "dumps",
     "encode_batch",
     "encode_error",
     "encode_message",
     "encode_notification",
     "encode_request",
     "encode_response",
+    "loads",
     "parse",
+    "parse_exact",
     "parse_object",
 ]

@@ -34,6 +34,7 @@ import logging
 import math
 import uuid
 import weakref
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -48,6 +49,7 @@ from mcpactor.protocol.errors import (
     LocalProtocolError,
     McpError,
     RequestTimeout,
+    ServerBusy,
 )
 from mcpactor.protocol.jsonrpc import Batch, Invalid, Message, RequestId, encode_error
 from mcpactor.session.batch import BatchCollector
@@ -125,7 +127,13 @@ class Session(WriterActor):
         self.tracker = RequestTracker()
         # The notifier's mailbox exists from its first job on (see _ensure_notifier).
         self._note_send: trio.MemorySendChannel[Callable[[], Awaitable[None]]] | None = None
-        self._slots = trio.Semaphore(limits.max_concurrent_requests)
+        # Handler slots: a plain count (cheaper than a Semaphore on the per-request path).
+        # A request that finds none waits in _waiting (made on first use), which a
+        # finishing handler passes its slot to: while anything waits, no slot is free.
+        self._free_slots = limits.max_concurrent_requests
+        self._waiting: OrderedDict[
+            RequestId, tuple[pc.RequestReceived, trio.CancelScope, BatchCollector | None]
+        ] | None = None
         self._scopes: dict[RequestId, trio.CancelScope] = {}
         # Why the peer cancelled each request, kept only while tracing (for cancel_applied).
         self._cancel_reasons: dict[RequestId, str | None] = {}
@@ -190,6 +198,7 @@ class Session(WriterActor):
                             self._idle = trio.Event()
                             await self._idle.wait()
                     handlers.cancel_scope.cancel()
+                    self._drop_queued()
                     self._handlers = None  # feed() refuses from here on
                 await self._end_inline()
                 self._shutdown_waiters()
@@ -200,6 +209,7 @@ class Session(WriterActor):
                 root.cancel_scope.deadline = trio.current_time() + self.limits.drain_timeout
         finally:
             ready.set()
+            self._drop_queued()
             await self._end_inline()
             self._shutdown_waiters()
             self.connection.close()
@@ -359,16 +369,18 @@ class Session(WriterActor):
         t = type(ev)
         if t is pc.RequestReceived:
             assert isinstance(ev, pc.RequestReceived)
-            # acquire_nowait never yields: the reader routes a whole read's worth of
-            # requests in one scheduler step and only waits when the limit is reached.
-            try:
-                self._slots.acquire_nowait()
-            except trio.WouldBlock:
-                await self._slots.acquire()
             if self._handlers is None:
-                # Only feed() gets here: the session closed while it waited for a slot.
-                self._slots.release()
+                # Only feed() gets here: the session closed while this message was routed.
                 raise ConnectionClosed("the session is closed")
+            # Taking a slot never yields: the reader routes a whole read's worth of
+            # requests in one scheduler step. Without a free slot the request waits in
+            # the queue (or is refused): the reader never waits for a handler, or the
+            # responses and cancellations behind the request would not be read.
+            if self._free_slots:
+                self._free_slots -= 1
+            else:
+                await self._queue_request(ev, batch)
+                return
             inline = on_block is not None and batch is None
             # An inline handler's scope also keeps its caller's cancellation out.
             scope = trio.CancelScope(shield=inline)
@@ -394,6 +406,13 @@ class Session(WriterActor):
             await mailbox.send(lambda: self.handler.handle_notification(self, ev))
         elif t is pc.CancelReceived:
             assert isinstance(ev, pc.CancelReceived)
+            queued = self._waiting
+            if queued is not None and ev.request_id in queued:
+                self._emit("reader", "cancel_requested",
+                           {"id": ev.request_id, "by": "peer", "reason": ev.reason,
+                            "target": "queued"})
+                self._unqueue(ev.request_id, "peer", ev.reason)
+                return
             target = self._scopes.get(ev.request_id)
             if self._log is not None:
                 self._emit("reader", "cancel_requested",
@@ -424,11 +443,76 @@ class Session(WriterActor):
             log.debug("session %s: dropped a message: %s", self.id, ev.reason)
         elif t is pc.BatchReceived:
             assert isinstance(ev, pc.BatchReceived)
-            first = next((e.id for e in ev.events if isinstance(e, pc.RequestReceived)), None)
+            # The request the whole answer is tied to (HTTP puts it on that POST's
+            # stream): the first one answered, even if only by the Connection itself
+            # (a batch of pings has no RequestReceived).
+            first = next((e.id for e in ev.events if type(e) is pc.RequestReceived
+                          or (type(e) is pc.Reply and e.id is not None)), None)
             collector = BatchCollector(self, ev.expected, first)
             for item in ev.events:
                 await self._route(item, collector)
             collector.routed()
+
+    # -- the queue of requests waiting for a handler slot --------------------------------
+
+    async def _queue_request(self, ev: pc.RequestReceived, batch: BatchCollector | None) -> None:
+        """Queue a request that found no free handler slot, or refuse it when the queue
+        is full too ("server busy, retry"), so the reader can read on."""
+        queued = self._waiting
+        if queued is None:
+            queued = self._waiting = OrderedDict()
+        limits = self.limits
+        if len(queued) < limits.max_queued_requests:
+            # Its scope is in _scopes from now on: the drain waits for it as for a
+            # running handler, and it starts (as a handler task) when a slot is passed on.
+            scope = trio.CancelScope()
+            self._scopes[ev.id] = scope
+            queued[ev.id] = (ev, scope, batch)
+            return
+        err = ServerBusy(
+            "Server busy: too many requests in progress; retry later",
+            data={"reason": "busy", "retryable": True,
+                  "max_concurrent_requests": limits.max_concurrent_requests,
+                  "max_queued_requests": limits.max_queued_requests},
+        )
+        data = self.connection.send_error(ev.id, err)
+        if data is None:  # pragma: no cover - a request just received is never cancelled
+            if batch is not None:
+                batch.skip()
+        elif batch is not None:
+            batch.add(data)
+        else:
+            await self._send(data, ev.id)
+
+    def _release_slot(self) -> None:
+        """A handler is done with its slot: pass it to the first queued request."""
+        queued = self._waiting
+        if queued:
+            handlers = self._handlers
+            if handlers is not None and not handlers.cancel_scope.cancel_called:
+                _, (ev, scope, batch) = queued.popitem(last=False)
+                handlers.start_soon(self._run_request, ev, scope, batch)
+                return
+        self._free_slots += 1
+
+    def _unqueue(self, rid: RequestId, by: str, why: str | None) -> None:
+        """Take a queued request out; it never runs (traced as cancelled before start)."""
+        assert self._waiting is not None
+        _, _, batch = self._waiting.pop(rid)
+        self._scopes.pop(rid, None)
+        self.connection.forget_request(rid)
+        self._emit(f"handler:{rid}", "cancel_applied",
+                   {"id": rid, "stage": "before_start", "by": by, "why": why})
+        if batch is not None and by == "peer":
+            batch.skip()
+        if self._idle is not None and not self._scopes:
+            self._idle.set()
+
+    def _drop_queued(self) -> None:
+        """The session ends: the requests still queued never run."""
+        queued = self._waiting
+        while queued:
+            self._unqueue(next(iter(queued)), "supervisor", self.close_reason)
 
     # -- dispatcher: one task per inbound request --------------------------------------
 
@@ -471,7 +555,7 @@ class Session(WriterActor):
             raise
         finally:
             self._scopes.pop(rid, None)
-            self._slots.release()
+            self._release_slot()
             if self._idle is not None and not self._scopes:
                 self._idle.set()
         if scope.cancelled_caught or outcome == "cancelled_before_start":

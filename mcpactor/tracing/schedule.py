@@ -78,8 +78,11 @@ class KeepOrder(random.Random):
         return 0.75
 
     def shuffle(self, x: Any, *args: Any, **kwargs: Any) -> None:
-        """The hook's order, whatever Trio did to the batch before."""
-        x[:] = self.planned
+        """The hook's order, whatever Trio did to the batch before (the batch is the one
+        the hook saw: anything else is left as it is)."""
+        planned, self.planned = self.planned, []
+        if len(planned) == len(x) and {id(t) for t in planned} == {id(t) for t in x}:
+            x[:] = planned
 
 
 class RecordingRunq(deque[Any]):
@@ -185,6 +188,14 @@ class RecordingScheduler:
         scheduler.recordings.append(recording)
         return scheduler
 
+    async def _guard(self) -> None:
+        # Trio's own parts go back when the run ends, whatever the recordings did.
+        try:
+            await trio.sleep_forever()
+        finally:
+            self.recordings.clear()
+            self._uninstall()
+
     def leave(self, recording: Subscriber) -> None:
         """``recording`` stopped; the last one out puts Trio's own parts back."""
         if recording in self.recordings:
@@ -205,6 +216,7 @@ class RecordingScheduler:
             self.clock = RecordingClock(runner.clock)
             runner.clock = self.clock
         _trio_run._r = self._keep
+        trio.lowlevel.spawn_system_task(self._guard, name="mcpactor-recording-guard")
 
     def _uninstall(self) -> None:
         if self._saved is None:

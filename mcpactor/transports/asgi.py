@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-import orjson
 import trio
 
 from mcpactor.protocol import jsonrpc
@@ -86,7 +85,7 @@ async def send_response(
 
 def error_body(code: int, message: str, rid: Any = None) -> bytes:
     """A JSON-RPC error response (used as the body of HTTP refusals)."""
-    return orjson.dumps(
+    return jsonrpc.dumps(
         {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
     )
 
@@ -108,17 +107,19 @@ async def read_jsonrpc(
         await send_error(send, parse_error(exc.message))
         return None
     if isinstance(parsed, jsonrpc.Invalid):
-        await send_error(send, invalid_request(parsed.error.message))
+        # With its id when one could be read, so the client can match the error.
+        await send_error(send, invalid_request(parsed.error.message), rid=parsed.id)
         return None
     return body, parsed
 
 
 async def send_error(
-    send: Send, err: HttpError, headers: list[tuple[bytes, bytes]] | None = None
+    send: Send, err: HttpError, headers: list[tuple[bytes, bytes]] | None = None,
+    rid: jsonrpc.RequestId | None = None,
 ) -> None:
-    """A refusal with a JSON-RPC error body."""
+    """A refusal with a JSON-RPC error body (``rid``: the id it answers, if known)."""
     await send_response(
-        send, err.status, error_body(err.code, err.message), headers, b"application/json"
+        send, err.status, error_body(err.code, err.message, rid), headers, b"application/json"
     )
 
 

@@ -21,12 +21,26 @@ only (no lifespan, no websockets: :class:`McpHttpApp` needs neither). After the 
 is read, ``receive()`` reads the socket to notice a disconnect, which is how our app
 stops waiting for an answer nobody will read; bytes of a pipelined next request seen
 meanwhile are kept (bounded) for the next cycle.
+
+Connection exhaustion: a connection is *waiting* while the server waits for its
+client (idle between requests, a request head or body not yet complete) and *busy*
+otherwise (the app running, a response being written: an SSE answer may rightly last
+for hours). One reaper task per server closes connections that wait too long
+(``keep_alive_timeout`` idle, ``head_timeout`` for a head, ``body_timeout`` for a
+body, each for the wait as a whole, so trickling a byte at a time does not help).
+When the table is full (``max_connections``), or one peer address holds its share
+(``max_connections_per_peer``), the waiting connections are closed to make room,
+idle ones first, then the longest-waiting: only when none is waiting (all busy) is
+a new connection refused (503). Closing means closing the socket, which wakes the
+connection's task out of its read; a busy connection is never touched.
 """
 
 from __future__ import annotations
 
+import heapq
+import ipaddress
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any
 from urllib.parse import unquote
 
@@ -36,6 +50,13 @@ import trio
 
 from mcpactor.transports import http11
 from mcpactor.transports.http11 import RequestHead
+from mcpactor.transports.http_options import (
+    BODY_TIMEOUT,
+    HEAD_TIMEOUT,
+    KEEP_ALIVE_TIMEOUT,
+    MAX_CONNECTIONS,
+    MAX_CONNECTIONS_PER_PEER,
+)
 from mcpactor.transports.security import redact_target
 
 log = logging.getLogger("mcpactor.http.h11")
@@ -54,16 +75,40 @@ _ASGI = {"version": "3.0", "spec_version": "2.3"}
 _BROKEN = (trio.BrokenResourceError, trio.ClosedResourceError)
 
 
+def _positive(_: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{attribute.name} must be a positive number of seconds, not {value!r}")
+
+
 @attrs.frozen(kw_only=True)
 class H11Options:
-    """Limits of the lean server; the defaults suit a local MCP endpoint."""
+    """Limits of the lean server; the defaults suit a local MCP endpoint.
 
-    #: Seconds an idle keep-alive connection (or a slow request head) may take.
-    keep_alive_timeout: float = 30.0
+    The timeouts bound how long the server waits for its client, never how long a
+    response may take (see the module). ``HttpOptions`` carries the same fields.
+    """
+
+    #: Seconds a connection may stay idle between requests (no byte of the next
+    #: request yet; a new connection too) before it is closed. 5 s, as uvicorn and
+    #: hypercorn, and as httpx (the official SDK's client) expires idle connections.
+    keep_alive_timeout: float = attrs.field(default=KEEP_ALIVE_TIMEOUT, validator=_positive)
+    #: Seconds a request head may take, from the start of the wait for it.
+    head_timeout: float = attrs.field(default=HEAD_TIMEOUT, validator=_positive)
+    #: Seconds a request body may take as a whole, from the first wait for it.
+    body_timeout: float = attrs.field(default=BODY_TIMEOUT, validator=_positive)
     #: Largest request head (request line + headers) in bytes.
     max_head_bytes: int = 16 * 1024
-    #: Connections served at once; more are answered 503 and closed.
-    max_connections: int = 2000
+    #: Connections served at once. A new one past this closes waiting connections
+    #: (idle first, then the longest-waiting) to make room, and is refused (503) only
+    #: when every connection is busy.
+    max_connections: int = attrs.field(default=MAX_CONNECTIONS, validator=attrs.validators.ge(1))
+    #: Connections one peer address (an IPv6 /64) may hold; 0: no per-peer cap. Past it
+    #: the peer's own waiting connections make room, else it is refused (503), so one
+    #: address cannot fill the table with busy connections. A quarter of the table
+    #: by default; behind a reverse proxy every client has the proxy's address: raise
+    #: it to ``max_connections`` (or 0) there.
+    max_connections_per_peer: int = attrs.field(
+        default=MAX_CONNECTIONS_PER_PEER, validator=attrs.validators.ge(0))
     #: Bytes of a request body the app left unread that are drained to keep the
     #: connection; past this the connection is closed instead.
     max_drain_bytes: int = 64 * 1024
@@ -71,11 +116,16 @@ class H11Options:
     max_pipelined_bytes: int = 64 * 1024
 
 
+# What a waiting connection waits for (_Conn.wait_kind); idle is a head wait with
+# nothing buffered.
+_HEAD, _BODY, _H11_HEAD = 0, 1, 2
+
+
 class _Conn:
     """One TCP connection: the socket and the bytes read but not yet consumed."""
 
-    __slots__ = ("buf", "cache", "client", "eof", "idle", "idle_since", "opts", "server",
-                 "stream")
+    __slots__ = ("buf", "cache", "client", "done", "eof", "opts", "peer", "reaped",
+                 "server", "stream", "table", "wait_kind", "wait_since")
 
     def __init__(self, stream: trio.SocketStream, opts: H11Options) -> None:
         self.stream = stream
@@ -84,13 +134,34 @@ class _Conn:
         self.cache = http11.HeadCache()
         #: The client has shut down its side (what is in ``buf`` is all there is).
         self.eof = False
-        #: Cancelled by the reaper when the wait for a request head takes too long.
-        self.idle = trio.CancelScope()
-        #: When the wait for the next request head began (None: not waiting).
-        self.idle_since: float | None = None
+        #: Since when the server waits for the client (None: busy, see the module);
+        #: what for is ``wait_kind``. Read by the reaper and by eviction.
+        self.wait_since: float | None = None
+        self.wait_kind = _HEAD
+        #: Closed by the server for waiting too long or to make room.
+        self.reaped = False
+        #: Set when the connection is closed, once it has been handed to another task
+        #: (None until then): the task that accepted it waits for it (see __call__).
+        self.done: trio.Event | None = None
         sock = stream.socket
-        self.server = _addr(sock.getsockname())
-        self.client = _addr(sock.getpeername())
+        self.server = _addr(_name(sock.getsockname))
+        self.client = _addr(_name(sock.getpeername))
+        #: Whose share of the table this connection counts against.
+        self.peer = _peer_key(self.client)
+        #: The table it is in (set when admitted).
+        self.table: _ConnectionHandler | None = None
+
+    def left(self) -> None:
+        """The client went away while its request was still being answered: the app
+        may go on (a handler outlives its client), but the connection will never serve
+        again, so it leaves the table (and closes) now rather than when the app is done.
+        """
+        if self.table is not None:
+            self.table._close(self)
+
+    def waiting_idle(self) -> bool:
+        """Idle: waiting for a request with nothing of it received."""
+        return self.wait_kind == _HEAD and not self.buf
 
     async def read(self) -> bool:
         """Append what the socket has to ``buf``; False at end of input."""
@@ -109,9 +180,9 @@ class _FastExchange:
     """One request read by the fast path: ASGI ``receive`` and ``send`` on the
     connection's buffer, the response serialized by :mod:`.http11`."""
 
-    __slots__ = ("body_done", "c", "chunked", "close", "disconnected", "expected",
-                 "hand_off", "handed_off", "head", "owner", "remaining", "response_done", "sent",
-                 "started")
+    __slots__ = ("body_done", "body_since", "c", "chunked", "close", "disconnected",
+                 "expected", "hand_off", "handed_off", "head", "owner", "remaining",
+                 "response_done", "sent", "started")
 
     def __init__(self, c: _Conn, head: RequestHead, hand_off: Callable[[_Conn], None]) -> None:
         self.c = c
@@ -124,6 +195,8 @@ class _FastExchange:
         self.handed_off = False
         #: Body bytes not yet handed to the app.
         self.remaining = head.content_length
+        #: When the first wait for body bytes began (the body_timeout counts from it).
+        self.body_since: float | None = None
         self.body_done = False
         self.close = head.close
         self.disconnected = False
@@ -141,9 +214,20 @@ class _FastExchange:
         if self.body_done or self.disconnected:
             return await self._after_body()
         buf = c.buf
-        if self.remaining and not buf and not await c.read():
-            self.disconnected = True
-            return _DISCONNECT
+        if self.remaining and not buf:
+            # Waiting for the body: bounded as a whole (the reaper), the clock read only
+            # when the body has not all arrived with its head.
+            since = self.body_since
+            if since is None:
+                since = self.body_since = trio.current_time()
+            c.wait_kind = _BODY
+            c.wait_since = since
+            got = await c.read()
+            c.wait_since = None
+            c.wait_kind = _HEAD
+            if not got or c.reaped:
+                self.disconnected = True
+                return _DISCONNECT
         take = min(len(buf), self.remaining)
         body = bytes(buf[:take])
         del buf[:take]
@@ -161,6 +245,7 @@ class _FastExchange:
                 await trio.sleep_forever()
             if not await c.read():
                 self.disconnected = True
+                c.left()
         return _DISCONNECT
 
     # -- send -----------------------------------------------------------------------
@@ -180,8 +265,12 @@ class _FastExchange:
         if self.head is not None:
             status, headers = self.head
             self.head = None
+            # A request body the app left unread and too long to drain ends the
+            # connection after this response: say so (a client would otherwise send
+            # its next request into a closing socket).
+            close = self.close or self.remaining > self.c.opts.max_drain_bytes
             data, self.chunked, self.close, self.expected = http11.response_head(
-                status, headers, close=self.close, cache=self.c.cache
+                status, headers, close=close, cache=self.c.cache
             )
             self.started = True
             parts.append(data)
@@ -213,14 +302,17 @@ class _FastExchange:
 class _Exchange:
     """One request/response on a connection: the ASGI ``receive`` and ``send``."""
 
-    __slots__ = ("body_done", "conn", "disconnected", "head", "head_only", "opts",
-                 "response_done", "stream")
+    __slots__ = ("body_done", "body_since", "c", "conn", "disconnected", "head", "head_only",
+                 "opts", "response_done", "stream")
 
     def __init__(
         self, conn: h11.Connection, stream: trio.SocketStream, opts: H11Options,
-        head_only: bool = False,
+        head_only: bool = False, c: _Conn | None = None,
     ) -> None:
         self.conn = conn
+        #: The connection, whose wait for the body the reaper bounds (None: unbounded).
+        self.c = c
+        self.body_since: float | None = None
         #: A HEAD request: the app's body is dropped (h11 refuses one).
         self.head_only = head_only
         self.stream = stream
@@ -251,10 +343,20 @@ class _Exchange:
                 if chunks:
                     # Hand over what is here rather than wait for the rest.
                     return {"type": "http.request", "body": b"".join(chunks), "more_body": True}
+                c = self.c
+                if c is not None:
+                    # Waiting for the body (see _FastExchange.receive).
+                    if self.body_since is None:
+                        self.body_since = trio.current_time()
+                    c.wait_kind = _BODY
+                    c.wait_since = self.body_since
                 try:
                     data = await self.stream.receive_some(_RECV)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     data = b""
+                if c is not None:
+                    c.wait_since = None
+                    c.wait_kind = _HEAD
                 if not data:
                     self.disconnected = True
                     return _DISCONNECT
@@ -278,6 +380,8 @@ class _Exchange:
                 data = b""
             if not data:
                 self.disconnected = True
+                if self.c is not None:
+                    self.c.left()
                 break
             # A pipelined next request: h11 keeps it for the next cycle.
             self.conn.receive_data(data)
@@ -360,6 +464,40 @@ def _addr(sockname: Any) -> tuple[str, int] | None:
     return None
 
 
+def _name(get: Callable[[], Any]) -> Any:
+    # A client gone before its connection was served: getpeername fails (ENOTCONN);
+    # that must end this connection only, never the server.
+    try:
+        return get()
+    except OSError:
+        return None
+
+
+def _peer_key(addr: tuple[str, int] | None) -> str:
+    """The address a connection counts against for ``max_connections_per_peer``: the
+    host, or its /64 for IPv6 (one subscriber usually has a whole /64)."""
+    if addr is None:
+        return ""
+    host = addr[0]
+    if ":" not in host:
+        return host
+    try:
+        ip = ipaddress.IPv6Address(host.partition("%")[0])
+    except ValueError:
+        return host
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.IPv6Network((ip, 64), strict=False))
+
+
+def _eviction_order(c: _Conn) -> tuple[int, float]:
+    # Idle connections first (closing one costs its client a reconnect at most), then
+    # the ones that have waited longest for a request's head or body.
+    since = c.wait_since
+    assert since is not None
+    return (0 if c.waiting_idle() else 1), since
+
+
 # What a connection does after an exchange: serve the next request, end, or nothing
 # (another task serves it now).
 _NEXT, _END, _HANDED = "next", "end", "handed"
@@ -368,45 +506,117 @@ _PLAIN = [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"clo
 
 
 class _ConnectionHandler:
-    """Serves the requests of one TCP connection, in order."""
+    """Serves the requests of one TCP connection, in order; keeps the table of
+    connections (see the module)."""
 
-    def __init__(self, app: AsgiApp, opts: H11Options, slots: trio.Semaphore) -> None:
+    def __init__(self, app: AsgiApp, opts: H11Options) -> None:
         self.app = app
         self.opts = opts
-        self.slots = slots
+        #: Every connection being served (handed-off ones included).
         self.conns: set[_Conn] = set()
+        #: The same, by peer address (see _peer_key).
+        self.peers: dict[str, set[_Conn]] = {}
         #: Where connections handed to a new task (see _FastExchange) are served.
         self.nursery: trio.Nursery | None = None
 
-    async def reap_idle(self) -> None:
-        """End connections that wait too long for a request head.
+    async def reap(self) -> None:
+        """Close connections that have waited too long for their client.
 
         One task for all connections, instead of a deadline per request: changing a
         cancel scope's deadline costs a few microseconds each time, and a request would
-        need two. A connection idles between ``keep_alive_timeout`` and 1.25 times that.
+        need two. It looks every quarter of the shortest timeout (at most every
+        second), so a connection waits between a timeout and 1.25 times that.
         """
-        timeout = self.opts.keep_alive_timeout
+        opts = self.opts
+        idle, head, body = opts.keep_alive_timeout, opts.head_timeout, opts.body_timeout
+        tick = min(max(min(idle, head, body) / 4, 0.01), 1.0)
         while True:
-            await trio.sleep(max(timeout / 4, 0.01))
+            await trio.sleep(tick)
             now = trio.current_time()
             for c in list(self.conns):
-                since = c.idle_since
-                if since is not None and now - since >= timeout:
-                    c.idle.cancel()
+                since = c.wait_since
+                if since is None:
+                    continue
+                kind = c.wait_kind
+                if kind == _BODY:
+                    limit = body
+                elif kind == _H11_HEAD or c.buf:
+                    limit = head
+                else:
+                    limit = idle
+                if now - since >= limit:
+                    self._close(c)
+
+    def _close(self, c: _Conn) -> None:
+        """Close a waiting connection now: out of the table at once (its room is free
+        for a new one), and its socket closed, which wakes its task's read."""
+        self._forget(c)
+        c.reaped = True
+        sock = c.stream.socket
+        try:
+            sock.close()
+        except OSError:  # pragma: no cover - closing a socket does not fail on Linux
+            pass
+
+    def _forget(self, c: _Conn) -> None:
+        if c in self.conns:
+            self.conns.discard(c)
+            group = self.peers[c.peer]
+            group.discard(c)
+            if not group:
+                del self.peers[c.peer]
+
+    def _make_room(self, pool: Collection[_Conn], need: int) -> bool:
+        """Close ``need`` waiting connections of ``pool`` (idle first, then the
+        longest-waiting); False, closing none, when fewer are waiting.
+
+        Under a flood every new connection would scan the whole pool: closing a
+        sixty-fourth of it at once keeps that to one scan per many accepts.
+        """
+        waiting = [c for c in pool if c.wait_since is not None]
+        if len(waiting) < need:
+            return False
+        count = min(len(waiting), max(need, len(pool) // 64))
+        for c in heapq.nsmallest(count, waiting, key=_eviction_order):
+            self._close(c)
+        log.debug("closed %d waiting connections to make room", count)
+        return True
+
+    def _admit(self, c: _Conn) -> bytes | None:
+        """Enter ``c`` in the table, making room if needed; the refusal otherwise."""
+        opts = self.opts
+        cap = opts.max_connections_per_peer
+        group = self.peers.get(c.peer)
+        if cap and group is not None and len(group) >= cap \
+                and not self._make_room(group, len(group) - cap + 1):
+            return b"too many connections from this address\n"
+        if len(self.conns) >= opts.max_connections \
+                and not self._make_room(self.conns, len(self.conns) - opts.max_connections + 1):
+            return b"too many connections\n"
+        self.conns.add(c)
+        c.table = self
+        group = self.peers.get(c.peer)
+        if group is None:
+            group = self.peers[c.peer] = set()
+        group.add(c)
+        return None
 
     async def __call__(self, stream: trio.SocketStream) -> None:
-        try:
-            self.slots.acquire_nowait()
-        except trio.WouldBlock:
+        c = _Conn(stream, self.opts)
+        refusal = self._admit(c)
+        if refusal is not None:
             try:
                 async with stream:
-                    await self._refuse(stream, 503, b"too many connections\n")
+                    await self._refuse(stream, 503, refusal, [(b"retry-after", b"1")])
             except _BROKEN:
                 pass
             return
-        c = _Conn(stream, self.opts)
-        self.conns.add(c)
         await self._run(c)
+        if c.done is not None:
+            # Handed to another task: trio.serve_listeners closes the stream as soon as
+            # this returns, which would cut the connection under that task (a client
+            # reusing it lost its next request), so wait until it is really over.
+            await c.done.wait()
 
     async def _run(self, c: _Conn) -> None:
         """Serve ``c`` until it ends (then close it) or is handed to another task."""
@@ -417,17 +627,25 @@ class _ConnectionHandler:
             pass  # a client that leaves is its own business
         finally:
             if not handed:
-                self.conns.discard(c)
-                self.slots.release()
-                await trio.aclose_forcefully(c.stream)
+                self._forget(c)
+                try:
+                    await trio.aclose_forcefully(c.stream)
+                finally:
+                    if c.done is not None:
+                        c.done.set()
 
     def _hand_off(self, c: _Conn) -> None:
         assert self.nursery is not None
+        if c.done is None:
+            c.done = trio.Event()
         self.nursery.start_soon(self._run, c)
 
-    async def _refuse(self, stream: trio.SocketStream, status: int, text: bytes) -> None:
+    async def _refuse(
+        self, stream: trio.SocketStream, status: int, text: bytes,
+        extra: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         head, _, _, _ = http11.response_head(
-            status, [*_PLAIN, (b"content-length", b"%d" % len(text))]
+            status, [*_PLAIN, *(extra or ()), (b"content-length", b"%d" % len(text))]
         )
         with trio.move_on_after(1):
             await stream.send_all(head + text)
@@ -435,39 +653,34 @@ class _ConnectionHandler:
     async def _serve(self, c: _Conn) -> bool:
         """Serve requests until the connection ends (False) or is handed off (True)."""
         opts = self.opts
-        # Only the wait for a request head is bounded (by reap_idle): an SSE response may
-        # rightly stay open for hours.
-        c.idle = trio.CancelScope()  # one per serving task: a scope is entered once
-        with c.idle:
-            while True:
-                head = http11.parse_head(c.buf, opts.max_head_bytes, c.cache) if c.buf else None
-                if head is None:
-                    # The whole head is bounded, not each read (a client trickling a
-                    # byte at a time would never time out).
-                    c.idle_since = trio.current_time()
-                while head is None:
-                    if c.eof:
-                        if c.buf:
-                            head = http11.FALLBACK  # a partial request: h11 says what it is
-                            break
-                        return False
-                    await c.read()
-                    if c.idle.cancel_called:
-                        return False
-                    head = http11.parse_head(c.buf, opts.max_head_bytes, c.cache)
-                c.idle_since = None
-                if head is http11.FALLBACK:
-                    if http11.head_too_large(c.buf, opts.max_head_bytes):
-                        await self._refuse(c.stream, 431, b"request header fields too large\n")
-                        return False
-                    if await self._h11_cycle(c):
-                        return False
-                    continue
-                assert isinstance(head, RequestHead)
-                after = await self._fast_exchange(c, head)
-                if after is not _NEXT:
-                    return after is _HANDED
-        return False
+        while True:
+            head = http11.parse_head(c.buf, opts.max_head_bytes, c.cache) if c.buf else None
+            if head is None:
+                # Waiting for a head (the reaper bounds it): the whole head, not each
+                # read (a client trickling a byte at a time would never time out).
+                c.wait_since = trio.current_time()
+            while head is None:
+                if c.eof:
+                    if c.buf:
+                        head = http11.FALLBACK  # a partial request: h11 says what it is
+                        break
+                    return False
+                await c.read()
+                if c.reaped:
+                    return False
+                head = http11.parse_head(c.buf, opts.max_head_bytes, c.cache)
+            c.wait_since = None
+            if head is http11.FALLBACK:
+                if http11.head_too_large(c.buf, opts.max_head_bytes):
+                    await self._refuse(c.stream, 431, b"request header fields too large\n")
+                    return False
+                if await self._h11_cycle(c):
+                    return False
+                continue
+            assert isinstance(head, RequestHead)
+            after = await self._fast_exchange(c, head)
+            if after is not _NEXT:
+                return after is _HANDED
 
     # -- the fast path -----------------------------------------------------------------
 
@@ -526,10 +739,12 @@ class _ConnectionHandler:
             conn.receive_data(b"")
         stream = c.stream
         try:
-            c.idle_since = trio.current_time()
+            c.wait_kind = _H11_HEAD
+            c.wait_since = trio.current_time()
             event = await self._next_event(conn, stream)
-            c.idle_since = None
-            if c.idle.cancel_called or type(event) is not h11.Request:
+            c.wait_since = None
+            c.wait_kind = _HEAD
+            if c.reaped or type(event) is not h11.Request:
                 return True  # the client closed, or sent nothing in time
             if await self._exchange(conn, stream, event, c):
                 return True
@@ -558,7 +773,7 @@ class _ConnectionHandler:
         self, conn: h11.Connection, stream: trio.SocketStream, req: h11.Request, c: _Conn
     ) -> bool:
         """Run the app for one h11 request; True when the connection must end."""
-        ex = _Exchange(conn, stream, self.opts, head_only=req.method == b"HEAD")
+        ex = _Exchange(conn, stream, self.opts, head_only=req.method == b"HEAD", c=c)
         scope = _scope(req.method, req.target, req.http_version.decode("ascii"),
                        list(req.headers), c)
         try:
@@ -599,6 +814,43 @@ class _ConnectionHandler:
         return conn.their_state is h11.DONE and conn.our_state is h11.DONE
 
 
+#: File descriptors kept for everything but the connections (listeners, trace files,
+#: the trace sink's pipes, subprocesses of handlers).
+_FD_RESERVE = 256
+
+
+def _fit_to_descriptors(opts: H11Options) -> H11Options:
+    """Make sure the table fills before the process runs out of file descriptors.
+
+    Room is made for a new connection when it is accepted; an accept that fails for
+    want of a descriptor (EMFILE: trio then retries every 0.1 s) makes none, and every
+    new client would wait for the reaper. So the soft RLIMIT_NOFILE is raised (up to
+    the hard limit) to hold ``max_connections``; if it cannot be, the table is made
+    smaller to fit (with a warning).
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Unix
+        return opts
+    need = opts.max_connections + _FD_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return opts
+    target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    except (ValueError, OSError):
+        pass
+    if soft >= need:
+        return opts
+    fit = max(1, soft - _FD_RESERVE)
+    log.warning("the file descriptor limit (%d) holds only %d connections: "
+                "max_connections %d lowered to that", soft, fit, opts.max_connections)
+    return attrs.evolve(opts, max_connections=fit,
+                        max_connections_per_peer=min(opts.max_connections_per_peer, fit))
+
+
 async def serve_h11(
     app: AsgiApp,
     *,
@@ -609,7 +861,7 @@ async def serve_h11(
 ) -> None:
     """Serve ``app`` on ``host:port`` until cancelled; the task status is the list of
     bound base URLs (``http://127.0.0.1:PORT``), so ``port=0`` can be used."""
-    opts = options or H11Options()
+    opts = _fit_to_descriptors(options or H11Options())
     listeners = await trio.open_tcp_listeners(port, host=host)
     urls = []
     for lst in listeners:
@@ -617,9 +869,9 @@ async def serve_h11(
         if name is not None:
             h = f"[{name[0]}]" if ":" in name[0] else name[0]
             urls.append(f"http://{h}:{name[1]}")
-    handler = _ConnectionHandler(app, opts, trio.Semaphore(opts.max_connections))
+    handler = _ConnectionHandler(app, opts)
     async with trio.open_nursery() as nursery:
         handler.nursery = nursery
-        nursery.start_soon(handler.reap_idle)
+        nursery.start_soon(handler.reap)
         await nursery.start(trio.serve_listeners, handler, listeners)
         task_status.started(urls)

@@ -14,6 +14,13 @@ if TYPE_CHECKING:
 
 __all__ = ["HttpOptions"]
 
+# The built-in server's connection limits (its H11Options has the same defaults).
+KEEP_ALIVE_TIMEOUT = 5.0
+HEAD_TIMEOUT = 10.0
+BODY_TIMEOUT = 30.0
+MAX_CONNECTIONS = 2000
+MAX_CONNECTIONS_PER_PEER = 500
+
 
 @attrs.frozen(kw_only=True)
 class HttpOptions:
@@ -59,3 +66,22 @@ class HttpOptions:
     tracer: Tracer | None = None
     #: [auth] OAuth 2.1 resource server protecting the endpoints (mcpactor.auth).
     auth: ResourceServer | None = None
+    # -- connections (the built-in server; hypercorn applies keep_alive_timeout only) --
+    # They bound how long the server waits for a client, never a response (an SSE
+    # stream may last for hours); see mcpactor.transports.h11_server.
+    #: Seconds a connection may stay idle between requests before it is closed.
+    keep_alive_timeout: float = KEEP_ALIVE_TIMEOUT
+    #: Seconds a request head may take (the whole head, not each read).
+    head_timeout: float = HEAD_TIMEOUT
+    #: Seconds a request body may take (the whole body, not each read).
+    body_timeout: float = BODY_TIMEOUT
+    #: Connections at once; a new one past it closes idle or stalled connections
+    #: (idle first, then the longest-waiting), and is refused (503) only when every
+    #: connection is busy (a request being handled, a response being written).
+    max_connections: int = MAX_CONNECTIONS
+    #: Connections one peer address (IPv6: one /64) may hold, 0 for no cap; past it
+    #: that peer's own idle or stalled connections make room, else it gets 503. A
+    #: quarter of ``max_connections``, so one address cannot take the whole table
+    #: with busy connections; behind a reverse proxy (every client has its address)
+    #: set it to ``max_connections`` or 0.
+    max_connections_per_peer: int = MAX_CONNECTIONS_PER_PEER

@@ -91,9 +91,15 @@ async def serve_app(
 async def _serve_h11(
     app: McpHttpApp, host: str, port: int, *, task_status: trio.TaskStatus[list[str]]
 ) -> None:
-    from mcpactor.transports.h11_server import serve_h11
+    from mcpactor.transports.h11_server import H11Options, serve_h11
 
-    await serve_h11(app, host=host, port=port, task_status=task_status)
+    o = app.options
+    options = H11Options(
+        keep_alive_timeout=o.keep_alive_timeout, head_timeout=o.head_timeout,
+        body_timeout=o.body_timeout, max_connections=o.max_connections,
+        max_connections_per_peer=o.max_connections_per_peer,
+    )
+    await serve_h11(app, host=host, port=port, options=options, task_status=task_status)
 
 
 async def _serve_hypercorn(
@@ -107,6 +113,7 @@ async def _serve_hypercorn(
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = 1.0
+    config.keep_alive_timeout = app.options.keep_alive_timeout
     # Its default closes a keep-alive connection after 1,000 requests; an MCP client
     # keeps one connection for a whole session.
     config.keep_alive_max_requests = 10**9

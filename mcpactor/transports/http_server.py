@@ -456,6 +456,10 @@ class McpHttpApp:
         # Nobody can resume a JSON answer: its events need not be kept.
         hs.store.discard(stream)
         if not parts:
+            if not hs.ended:
+                # The client cancelled every request of this POST: nothing to answer.
+                await asgi.send_response(send, 202)
+                return
             await asgi.send_error(send, HttpError(500, "the session ended before answering",
                                                   -32603))
             return

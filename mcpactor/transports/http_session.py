@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import trio
 
-from mcpactor.protocol import versions
+from mcpactor.protocol import jsonrpc, versions
 from mcpactor.protocol.errors import ConnectionClosed
 from mcpactor.protocol.jsonrpc import Batch, Invalid, Message, Notification, RequestId
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
@@ -39,8 +38,8 @@ def response_ids(data: bytes) -> list[RequestId]:
     if data.find(b'"result"') < 0 and data.find(b'"error"') < 0:
         return []
     try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        obj = jsonrpc.loads(data)  # ids exact, however wide
+    except ValueError:
         return []
     items = obj if isinstance(obj, list) else [obj]
     out: list[RequestId] = []
@@ -56,7 +55,7 @@ def _answers(data: bytes, related: RequestId) -> list[RequestId]:
     """:func:`response_ids` for a message tied to request ``related``, without parsing
     the common case: our encoder writes a response to ``related`` as
     ``{"jsonrpc":"2.0","id":<related>,"result":...`` (or ``"error"``)."""
-    head = b'{"jsonrpc":"2.0","id":%s,' % orjson.dumps(related)
+    head = b'{"jsonrpc":"2.0","id":%s,' % jsonrpc.dumps(related)
     if data.startswith(head) and data.startswith((b'"result":', b'"error":'), len(head)):
         return [related]
     return response_ids(data)

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 import trio
 
+from mcpactor.protocol import jsonrpc
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 from mcpactor.transports.http_client import (
@@ -46,8 +47,8 @@ def _request_info(data: bytes) -> tuple[list[RequestId], str | None, list[Reques
     """Request ids in an outbound message, the method of its first request, and the
     ids of requests it cancels."""
     try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        obj = jsonrpc.loads(data)  # ids exact, however wide
+    except ValueError:
         return [], None, []
     items = obj if isinstance(obj, list) else [obj]
     ids: list[RequestId] = []
@@ -178,7 +179,7 @@ class StreamableHttpClientTransport(Transport):
         """Answer requests locally with an error when their stream is lost for good."""
         for rid in ids:
             if rid in self._answered:
-                self._deliver(orjson.dumps({
+                self._deliver(jsonrpc.dumps({
                     "jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": message}
                 }))
 

@@ -174,3 +174,59 @@ async def read_events(resp: HttpResponse, until_id: Any = None) -> list[SseEvent
 def messages(events: list[SseEvent]) -> list[dict[str, Any]]:
     """The JSON-RPC messages carried by events (priming events have no data)."""
     return [orjson.loads(e.data) for e in events if e.data.strip()]
+
+
+# -- raw HTTP/1.1 over blocking sockets (for tests that hold many connections) ----------
+
+
+def raw_post(body: bytes, sid: bytes | None = None, *, chunked: bool = False,
+             version: str | None = None) -> bytes:
+    """The bytes of a POST to /mcp (``chunked``: the body as one chunk, the h11 path)."""
+    extra = b"" if sid is None else b"Mcp-Session-Id: " + sid + b"\r\n"
+    if version is not None:
+        extra += b"Mcp-Protocol-Version: " + version.encode() + b"\r\n"
+    head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\n" + extra)
+    if chunked:
+        return head + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    return head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def read_raw_response(s: socket.socket, buf: bytes = b"") -> tuple[bytes, bytes, bytes]:
+    """One response from a blocking socket: ``(head, body, bytes after it)``; raises
+    EOFError if the server closed the connection before the response was complete."""
+
+    def more() -> bytes:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise EOFError(buf)
+        return chunk
+
+    while b"\r\n\r\n" not in buf:
+        buf += more()
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    if b"transfer-encoding: chunked" in head.lower():
+        body = b""
+        while True:
+            while b"\r\n" not in rest:
+                rest += more()
+            size_line, _, rest = rest.partition(b"\r\n")
+            size = int(size_line, 16)
+            while len(rest) < size + 2:
+                rest += more()
+            body += rest[:size]
+            rest = rest[size + 2:]
+            if size == 0:
+                return head, body, rest
+    length = int(next((line.split(b":")[1] for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length")), b"0"))
+    while len(rest) < length:
+        rest += more()
+    return head, rest[:length], rest[length:]
+
+
+def session_id_of(head: bytes) -> bytes:
+    """The ``Mcp-Session-Id`` of a response head."""
+    return next(line.split(b": ")[1] for line in head.split(b"\r\n")
+                if line.lower().startswith(b"mcp-session-id"))
+

@@ -190,7 +190,7 @@ async def test_idle_and_trickling_connections_are_closed() -> None:
 
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
-            opts = H11Options(keep_alive_timeout=0.3)
+            opts = H11Options(keep_alive_timeout=0.3, head_timeout=0.3)
             [url] = await nursery.start(
                 lambda task_status: serve_h11(app, port=0, options=opts, task_status=task_status)
             )

@@ -175,5 +175,5 @@ def test_options_that_cannot_mean_anything_are_refused(option: list[str], messag
 def test_against_a_command_that_does_not_exist_is_one_line() -> None:
     code, _, err = run_cli("replay", str(GOOD), "--against", "no-such-mcp-server-xyz --stdio")
     assert code == 2 and "Traceback" not in err
-    assert "cannot reach no-such-mcp-server-xyz --stdio" in err
+    assert "cannot start no-such-mcp-server-xyz --stdio" in err
     assert "--against takes a command line" in err and len(err.strip().splitlines()) == 1

@@ -108,3 +108,37 @@ def test_server_choice_and_response_modes() -> None:
         finally:
             proc.terminate()
             proc.wait(10)
+
+
+def test_connection_limit_flags() -> None:
+    proc, port = _serve("--keep-alive-timeout", "0.3", "--head-timeout", "5",
+                        "--body-timeout", "5", "--max-connections", "100",
+                        "--max-connections-per-peer", "100")
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            t0 = time.monotonic()
+            assert s.recv(10) == b""  # idle: closed by the server
+            assert time.monotonic() - t0 < 2
+        status, _, _ = _post(port, INIT)
+        assert status == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_bad_connection_limit_flags_are_refused() -> None:
+    for flags, message in [
+        (("--keep-alive-timeout", "0"), b"--keep-alive-timeout must be a positive number"),
+        (("--body-timeout", "-1"), b"--body-timeout must be a positive number"),
+        (("--max-connections", "0"), b"--max-connections must be at least 1"),
+        (("--max-connections-per-peer", "-1"), b"--max-connections-per-peer must be 0"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "mcpactor.cli", "run", SERVER, "--transport", "http",
+             "--port", "0", *flags], capture_output=True, timeout=30)
+        assert done.returncode == 2, (flags, done.stderr)
+        assert message in done.stderr and b"Traceback" not in done.stderr, done.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "mcpactor.cli", "run", SERVER, "--max-connections", "5"],
+        capture_output=True, timeout=30)
+    assert done.returncode == 2 and b"need --transport http" in done.stderr, done.stderr
