@@ -64,7 +64,9 @@ def _run(outdir: Path, tag: str, calls: int, *, traced: bool, pipelined: bool) -
         argv += ["--trace", str(outdir / f"{tag}.jsonl")]
     # Batches fill up before they go, as at full speed (the recorder's 50 ms timer would
     # hand over a batch every few calls of a process running 50 times slower).
-    env = dict(os.environ, MCPACTOR_TRACE_FLUSH_SECONDS="3600")
+    # A fixed string-hash seed: `mcpactor run --trace` would otherwise start itself again
+    # to get one (both runs get it, so that they are the same interpreter).
+    env = dict(os.environ, MCPACTOR_TRACE_FLUSH_SECONDS="3600", PYTHONHASHSEED="1")
     session = PipeSession(argv, cwd=str(ROOT), env=env, stderr_path=str(outdir / f"{tag}.err"))
     try:
         session.initialize(timeout=600)

@@ -152,15 +152,42 @@ class Trace:
 
 def load_trace(path: str | os.PathLike[str], *, require_end: bool = True) -> Trace:
     """Read and check a trace file (``require_end=False`` accepts one whose recording was
-    cut short after a complete line: it can still be shown, or replayed ``--until``)."""
+    cut short after a complete line: it can still be shown, or replayed ``--until``).
+
+    A segment of a rotated whole-process trace is read with every segment before it (its
+    header names the one before, in the same folder): a replay starts where the process
+    did."""
     p = Path(path)
+    data = _read_file(p)
+    chain = [p]
+    first = data
+    while True:
+        header = _header(str(chain[-1]), first.split(b"\n", 1)[0])
+        previous = header.get("previous")
+        if not previous or header.get("format_version") == 1:
+            break
+        before = chain[-1].parent / str(previous)
+        if not before.is_file() or before in chain:
+            raise TraceError(
+                f"{chain[-1]}: this segment continues {previous}, which is not beside it: a "
+                "rotated trace replays from its first segment (keep the segments together)")
+        chain.append(before)
+        first = _read_file(before)
+    if len(chain) > 1:
+        # The first segment's header, then every segment's records in order.
+        parts = [_read_file(q) for q in reversed(chain)]
+        data = parts[0] + b"".join(part.split(b"\n", 1)[1] for part in parts[1:])
+        p = chain[-1]
+    return parse_trace(data, p, require_end=require_end)
+
+
+def _read_file(p: Path) -> bytes:
     try:
-        data = p.read_bytes()
+        return p.read_bytes()
     except FileNotFoundError:
         raise TraceError(f"{p}: no such trace file") from None
     except OSError as exc:
         raise TraceError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    return parse_trace(data, p, require_end=require_end)
 
 
 def parse_trace(data: bytes, path: Path | None = None, *, require_end: bool = True) -> Trace:

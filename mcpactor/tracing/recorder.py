@@ -58,8 +58,15 @@ TRACE_FORMAT = "mcpactor-trace"
 TRACE_FORMAT_VERSION = 2
 #: Hand the buffer on after this many records ...
 _CHUNK_EVENTS = 512
-#: ... or this many seconds after the last hand-over (checked by the flusher task).
+#: ... or this many seconds after the last hand-over (checked by the flusher task), which
+#: MCPACTOR_TRACE_FLUSH_SECONDS overrides (the instruction counts of
+#: benchmarks/instructions.py run the server 50 times slower under valgrind: there,
+#: chunks must fill up as they do at full speed; a malformed value is ignored).
 _CHUNK_SECONDS = 0.05
+try:
+    _CHUNK_SECONDS = max(0.001, float(os.environ.get("MCPACTOR_TRACE_FLUSH_SECONDS", "")))
+except ValueError:
+    pass
 _perf_ns = entropy.real("perf_counter_ns")
 _wall = entropy.real("time")
 
