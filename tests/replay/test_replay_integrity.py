@@ -145,7 +145,7 @@ def test_a_rotated_trace_replays_from_its_first_segment(tmp_path: Path) -> None:
     code, out, _ = run_cli("replay", str(segments[-1]))
     assert code == 0 and "faithful" in out
     whole = load_trace(segments[-1])
-    assert [e.kind for e in whole.events][0] == "session_started"
+    assert whole.events[0].kind == "session_started"
     segments[0].unlink()
     code, _, err = run_cli("replay", str(segments[-1]))
     assert code == 2 and "replays from its first segment" in err
