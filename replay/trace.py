@@ -159,6 +159,8 @@ def load_trace(path: str | os.PathLike[str], *, require_end: bool = True) -> Tra
     did."""
     p = Path(path)
     data = _read_file(p)
+    if not data.strip():
+        raise TraceError(f"{p}: empty file, not a trace")
     chain = [p]
     first = data
     while True:

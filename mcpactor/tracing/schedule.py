@@ -99,13 +99,20 @@ class RecordingRunq(deque[Any]):
 
 
 class RecordingClock(trio.abc.Clock):
-    """Wraps the run's clock: logs followed tasks' readings; the loop's readings between
-    its I/O wait and the batch all return the one that expired deadlines."""
+    """Wraps the run's clock so that time stands still while a pass's tasks run.
+
+    The loop reads the clock once per pass (after its I/O wait) to expire deadlines;
+    every reading until the next pass — the loop's own while it cancels, and the tasks'
+    — returns that one. A deadline a task computes is then that pass's time plus its
+    timeout, exactly as a replay, which has only the pass's recorded time, computes it;
+    and no reading needs recording. (Within a pass the clock is at most one pass's
+    duration behind; the next pass reads it afresh.)
+    """
 
     def __init__(self, inner: trio.abc.Clock) -> None:
         self.inner = inner
         self._read = inner.current_time
-        #: The loop's reading for this pass; fresh: the next loop reading is a new pass's.
+        #: The reading for this pass; fresh: the next loop reading is a new pass's.
         self.now = inner.current_time()
         self.fresh = True
 
@@ -113,22 +120,14 @@ class RecordingClock(trio.abc.Clock):
         """Already started: the recording wraps a running clock."""
 
     def current_time(self) -> float:
-        """The time; logged when a followed task reads it."""
-        try:
-            task = _GLOBAL.task  # type: ignore[union-attr]
-        except AttributeError:
-            # The loop itself (no task is running).
-            if self.fresh:
+        """The pass's time (see the class)."""
+        if self.fresh:
+            try:
+                _GLOBAL.task  # type: ignore[union-attr]  # noqa: B018 - in a task or not
+            except AttributeError:
                 self.now = self._read()
                 self.fresh = False
-            return self.now
-        t = self._read()
-        node = task.context.get(TRACK)
-        if node is not None and node.task is task and not node.muted:
-            rec = node.rec
-            if rec is not None and node.id:
-                rec.log((0, None, None, "read", node.id, "clock", t))
-        return t
+        return self.now
 
     def deadline_to_sleep_time(self, deadline: float) -> float:
         """As the wrapped clock says (its own reading, not a pass's)."""
@@ -237,50 +236,68 @@ class RecordingScheduler:
         """One pass's batch (in the order the tasks became runnable): name new followed
         tasks, choose the order, log it per recording; returns the batch as Trio will
         pop it."""
-        new: dict[Any, dict[int, str]] | None = None
-        followed = False
+        recordings = self.recordings
+        single = recordings[0] if len(recordings) == 1 else None
+        ids: list[int] = []  # with one recording, the usual case
+        runs: dict[Any, list[int]] | None = None
+        new: dict[Any, dict[int, Any]] | None = None
         for task in tasks:
             node = task.context.get(TRACK)
-            if node is None or node.rec is None:
+            if node is None:
                 continue
             if node.task is not task:
                 node = classify(task)
                 if node is None:
                     continue  # a transport's own task
-            followed = True
+            rec = node.rec
+            if rec is None:
+                continue
             if not node.id:
-                rec = node.rec
-                if rec not in self.recordings:
+                if rec not in recordings:
                     continue  # a recording that has stopped
                 node.id = rec.next_id()
+                parent = node.parent
+                # A child as (parent, ordinal): the sink writes out its name.
+                spec = node.name if parent is None else (parent.id, node.ordinal)
                 if new is None:
                     new = {}
-                new.setdefault(rec, {})[node.id] = node.name
+                new.setdefault(rec, {})[node.id] = spec
+            if rec is single:
+                ids.append(node.id)
+            else:
+                if runs is None:
+                    runs = {}
+                runs.setdefault(rec, []).append(node.id)
         if self._coin.random() < 0.5:
             tasks.reverse()
+            ids.reverse()
+            if runs is not None:
+                for run in runs.values():
+                    run.reverse()
         self.order = tasks
         self._pass += 1
         clock = self.clock
-        if followed:
-            runs: dict[Any, list[int]] = {}
-            for t in tasks:
-                n = t.context.get(TRACK)
-                if n is not None and n.id and n.rec is not None:
-                    runs.setdefault(n.rec, []).append(n.id)
+        if ids or runs:
             now = clock.now if clock is not None else trio.current_time()
-            for rec, run in runs.items():
-                if rec in self.recordings:
-                    self.sched_seq[id(rec)] = (rec.next_seq(), len(run), self._pass)
-                    rec.log((0, None, None, "sched", now, run,
-                             new.get(rec) if new is not None else None))
+            if ids:
+                self._log_sched(single, now, ids, new)
+            if runs is not None:
+                for rec, run in runs.items():
+                    if rec in recordings:
+                        self._log_sched(rec, now, run, new)
         if clock is not None:
             clock.fresh = True
         # Trio pops the batch from its end.
         popped = tasks[::-1]
         self._keep.planned = popped
-        for rec in self.recordings:
+        for rec in recordings:
             rec.after_batch()
         return popped
+
+    def _log_sched(self, rec: Any, now: float, run: list[int],
+                   new: dict[Any, dict[int, Any]] | None) -> None:
+        self.sched_seq[id(rec)] = (rec.next_seq(), len(run), self._pass)
+        rec.log((0, None, None, "sched", now, run, new.get(rec) if new is not None else None))
 
     def position(self, recording: Any) -> tuple[int, int]:
         """Where the running task is in ``recording``'s order: the seq of the current

@@ -125,8 +125,9 @@ class SinkCore:
         #: hold up to their last complete line, and go on from there.
         self.resume = bool(spec.get("resume"))
         self._files: dict[str, _File] = {}
-        #: task id -> session id, from the schedule's ``new`` names.
+        #: task id -> session id, from the schedule's ``new`` names; task id -> name.
         self._task_session: dict[int, str] = {}
+        self._names: dict[int, str] = {}
         #: (per session) the latest schedule records: (whole-process seq, file seq, steps),
         #: and the whole-process records' runs, recent ones.
         self._scheds: dict[str, list[tuple[int, int, int]]] = {}
@@ -183,7 +184,8 @@ class SinkCore:
         within each file (per session)."""
         if not events:
             return
-        records = [to_event(e, first_seq + i, self.origin) for i, e in enumerate(events)]
+        records = [to_event(self._named(e) if e[3] == "sched" and e[6] else e,
+                            first_seq + i, self.origin) for i, e in enumerate(events)]
         if not self.split:
             assert self._whole is not None
             gap = first_seq - self._whole.seq - 1
@@ -234,6 +236,20 @@ class SinkCore:
             if global_seq < g:
                 return [local_seq, n]
         return [0, 0]
+
+    def _named(self, event: Any) -> Any:
+        # The recording names a new task by its parent's number and its place among the
+        # parent's children; the file says its whole name.
+        names = self._names
+        new: dict[int, str] = {}
+        for tid, spec in event[6].items():
+            if isinstance(spec, str):
+                name = spec
+            else:
+                parent, ordinal = spec
+                name = f"{names.get(parent, f'#{parent}')}/{ordinal}"
+            new[tid] = names[tid] = name
+        return (*event[:6], new)
 
     def _route(self, rec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         # Which session files a record goes to, and as what.

@@ -34,17 +34,22 @@ __all__ = [
 
 
 class Node:
-    """One followed task: its name, the task once known, and its spawn counter.
+    """One followed task: who it is, the task once known, and its spawn counter.
 
+    A root is named by the code that starts it; any other task is the ``ordinal``-th
+    child of its ``parent`` (its :attr:`name`, ``parent/ordinal``, is built when asked).
     ``rng``: the task's own :mod:`random` stream, made on its first draw
-    (:mod:`mcpactor.tracing.entropy`); ``id``: the number the recording gave it;
-    ``muted``: see below.
+    (:mod:`mcpactor.tracing.entropy`); ``id``: the number its recording gave it.
     """
 
-    __slots__ = ("_io", "id", "kids", "muted", "name", "real", "rec", "rng", "session", "task")
+    __slots__ = ("_io", "_name", "id", "kids", "muted", "ordinal", "parent", "real", "rec",
+                 "rng", "session", "task")
 
-    def __init__(self, name: str, session: str, task: Any = None, rec: Any = None) -> None:
-        self.name = name
+    def __init__(self, name: str | None, session: str, task: Any = None, rec: Any = None,
+                 parent: Node | None = None, ordinal: int = 0) -> None:
+        self._name = name
+        self.parent = parent
+        self.ordinal = ordinal
         self.session = session
         self.task = task
         #: The recording the task belongs to (its session's tracer): a run may hold
@@ -61,6 +66,15 @@ class Node:
         self.real: Node | None = None
         self._io: Node | None = None
 
+    @property
+    def name(self) -> str:
+        """``session-id`` for a root, ``<parent's name>/<ordinal>`` for any other."""
+        name = self._name
+        if name is None:
+            assert self.parent is not None
+            name = self._name = f"{self.parent.name}/{self.ordinal}"
+        return name
+
     def io(self) -> Node:
         """This task as it is while inside a transport: the same task (same name and
         number, so its steps there are recorded as its own), but its reads are not
@@ -69,7 +83,8 @@ class Node:
             return self
         io = self._io
         if io is None:
-            io = self._io = Node(self.name, self.session, self.task, self.rec)
+            io = self._io = Node(self._name, self.session, self.task, self.rec, self.parent,
+                                 self.ordinal)
             io.real = self
             io.muted = True
         io.id = self.id
@@ -104,7 +119,7 @@ def classify(task: Any) -> Node | None:
         node.task = task
         return node
     node.kids += 1
-    child = Node(f"{node.name}/{node.kids}", node.session, task, node.rec)
+    child = Node(None, node.session, task, node.rec, node, node.kids)
     task.context.run(TRACK.set, child)
     return child
 
