@@ -60,7 +60,7 @@ from mcpactor.session.limits import Limits
 from mcpactor.session.tracker import ProgressCallback, RequestTracker, Timeout, Waiter
 from mcpactor.session.writer import WriterActor
 from mcpactor.tracing import entropy
-from mcpactor.tracing.tasks import TRACK, current_node, schedule_points, spawn_root
+from mcpactor.tracing.tasks import TRACK, current_node, spawn_root
 from mcpactor.tracing.tracer import Compact, Tracer
 from mcpactor.transports.base import (
     Oversize,
@@ -166,6 +166,8 @@ class Session(WriterActor):
         ensure = getattr(self.tracer, "ensure_started", None)
         if ensure is not None:
             ensure()
+            # A recording picks its clock when it starts (virtual time in a MockClock run).
+            self._clock = self.tracer.clock  # type: ignore[union-attr]
         ready = trio.Event()
         async with trio.open_nursery() as outer:
             spawn_root(outer, self.id, self.id, self._supervise, ready, rec=self.tracer)
@@ -321,7 +323,7 @@ class Session(WriterActor):
             self._emit("reader", "transport_opened", {"transport": self.transport.name})
         with self._reader_scope:
             while True:
-                before = schedule_points(task) if log is not None else 0
+                before = task._schedule_points if log is not None else 0
                 token = TRACK.set(io) if io is not None else None
                 try:
                     data = await receive()
@@ -330,25 +332,25 @@ class Session(WriterActor):
                     self.close_reason = self.close_reason or "end of input"
                     if log is not None:
                         self._emit("reader", "transport_closed",
-                                   {"yields": schedule_points(task) - before})
+                                   {"yields": task._schedule_points - before})
                     return
                 except TransportClosed as exc:
                     self.close_reason = self.close_reason or f"transport broke: {exc}"
                     if log is not None:
                         self._emit("reader", "transport_broken",
-                                   {"error": str(exc), "yields": schedule_points(task) - before})
+                                   {"error": str(exc), "yields": task._schedule_points - before})
                     return
                 except trio.Cancelled:
                     # The session is closing: traced with the yields the receive made
                     # first, which a replay's transport repeats before it takes the cancel.
                     if log is not None:
                         self._emit("reader", "receive_cancelled",
-                                   {"yields": schedule_points(task) - before})
+                                   {"yields": task._schedule_points - before})
                     raise
                 finally:
                     if token is not None:
                         TRACK.reset(token)
-                yields = schedule_points(task) - before if log is not None else 0
+                yields = task._schedule_points - before if log is not None else 0
                 if type(data) is Oversize:
                     if log is not None:
                         self._emit("reader", "message_oversize",

@@ -22,7 +22,7 @@ import trio
 from mcpactor.protocol.errors import ConnectionClosed
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.session.limits import Limits
-from mcpactor.tracing.tasks import TRACK, current_node, schedule_points
+from mcpactor.tracing.tasks import TRACK
 from mcpactor.tracing.tracer import Compact
 from mcpactor.transports.base import Outgoing, Transport, TransportClosed
 
@@ -119,24 +119,26 @@ class WriterActor:
                 self._broke(exc)
             return
         task = trio.lowlevel.current_task()
-        node = current_node()
-        before = schedule_points(task)
+        node = TRACK.get()
+        # Trio's count of the task's yields (checked by tracing.schedule.internals_ok):
+        # the difference around the send is what a replay's transport repeats.
+        before = task._schedule_points
         # Inside the transport the task carries its io node: the transport's reads and
         # tasks are not the session's (mcpactor.tracing.tasks).
-        token = TRACK.set(node.io()) if node is not None else None
+        token = TRACK.set(node.io()) if node is not None and node.task is task else None
         try:
             await self.transport.send(batch)
         except TransportClosed as exc:
-            yields = schedule_points(task) - before
+            yields = task._schedule_points - before
             self._broke(exc, yields)
             return
         except BaseException:
-            self._emit("writer", "send_cancelled", {"yields": schedule_points(task) - before})
+            self._emit("writer", "send_cancelled", {"yields": task._schedule_points - before})
             raise
         finally:
             if token is not None:
                 TRACK.reset(token)
-        yields = schedule_points(task) - before
+        yields = task._schedule_points - before
         sid = self.id
         clock = self._clock
         for m, rel in batch:

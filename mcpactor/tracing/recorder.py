@@ -31,7 +31,7 @@ import trio
 from mcpactor import __version__ as _version
 from mcpactor.tracing import entropy
 from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS
-from mcpactor.tracing.schedule import RecordingScheduler
+from mcpactor.tracing.schedule import CHUNK_EVENTS, RecordingScheduler
 from mcpactor.tracing.seeds import clock_kind, fresh_seeds, hash_seed
 from mcpactor.tracing.sinkclient import (
     DRAIN_TIMEOUT,
@@ -57,7 +57,7 @@ __all__ = [
 TRACE_FORMAT = "mcpactor-trace"
 TRACE_FORMAT_VERSION = 2
 #: Hand the buffer on after this many records ...
-_CHUNK_EVENTS = 512
+_CHUNK_EVENTS = CHUNK_EVENTS
 #: ... or this many seconds after the last hand-over (checked by the flusher task), which
 #: MCPACTOR_TRACE_FLUSH_SECONDS overrides (the instruction counts of
 #: benchmarks/instructions.py run the server 50 times slower under valgrind: there,
@@ -161,9 +161,10 @@ class Recorder:
         self._flusher: trio.CancelScope | None = None
         self._seed = str(self.header.seeds.get("random"))
         self._task_ids = 0
-        #: Event times: Trio's system clock is perf_counter, read here in nanoseconds
-        #: directly (a C call); a virtual clock is read through itself (start()).
-        self._clock: Callable[[], int] = _perf_ns
+        #: The trace's clock, in nanoseconds: Trio's system clock is perf_counter, read
+        #: here directly (a C function, called for every record); a virtual clock is
+        #: read through itself (start()).
+        self.clock: Callable[[], int] = _perf_ns
 
     @classmethod
     def at(cls, path: str | os.PathLike[str], header: TraceHeader, *,
@@ -176,10 +177,6 @@ class Recorder:
         return cls(header, text, split=split, rotation=rotation, writer=writer)
 
     # -- the tracer interface -----------------------------------------------------------
-
-    def clock(self) -> int:
-        """The trace's clock, in nanoseconds (see :meth:`start`)."""
-        return self._clock()
 
     def session_closed(self, session: str) -> None:
         """A followed session ended: in a per-session recording, its file is complete."""
@@ -229,8 +226,8 @@ class Recorder:
         if kind == "virtual":
             # Event times in virtual time, as everything else in such a run.
             inner = getattr(clock, "inner", clock)
-            self._clock = lambda: round(inner.current_time() * 1e9)
-        self._origin = self._clock()
+            self.clock = lambda: round(inner.current_time() * 1e9)
+        self._origin = self.clock()
         clock_info = {"kind": kind, "origin": clock.current_time(),
                       "origin_ns": self._origin, "wall_origin": _wall()}
         seed = self.header.seeds.get("random")

@@ -38,6 +38,9 @@ import trio
 
 from mcpactor.tracing.tasks import TRACK, classify
 
+#: Records a recording buffers before it hands them on (the recorder's own limit).
+CHUNK_EVENTS = 512
+
 __all__ = ["RecordingScheduler", "current_scheduler", "internals_ok"]
 
 try:
@@ -58,6 +61,8 @@ def internals_ok() -> bool:
         and type(getattr(runner, "runq", None)) in (deque, RecordingRunq)
         and hasattr(runner, "clock")
         and isinstance(getattr(_trio_run, "_r", None), random.Random)
+        # The count of a task's yields, which the session reads around transport I/O.
+        and isinstance(getattr(getattr(_GLOBAL, "task", None), "_schedule_points", None), int)
     )
 
 
@@ -121,12 +126,11 @@ class RecordingClock(trio.abc.Clock):
 
     def current_time(self) -> float:
         """The pass's time (see the class)."""
-        if self.fresh:
-            try:
-                _GLOBAL.task  # type: ignore[union-attr]  # noqa: B018 - in a task or not
-            except AttributeError:
-                self.now = self._read()
-                self.fresh = False
+        # Outside a task (Trio's loop), Trio's thread-local has no ``task``: a dict
+        # lookup, where catching the AttributeError would cost ten times more.
+        if self.fresh and "task" not in _GLOBAL.__dict__:
+            self.now = self._read()
+            self.fresh = False
         return self.now
 
     def deadline_to_sleep_time(self, deadline: float) -> float:
@@ -135,7 +139,14 @@ class RecordingClock(trio.abc.Clock):
 
 
 class Subscriber(Protocol):
-    """A recording the scheduler reports to (:class:`~mcpactor.tracing.Recorder`)."""
+    """A recording the scheduler reports to (:class:`~mcpactor.tracing.Recorder`).
+
+    With one recording in the run (the usual case) the scheduler appends its records to
+    ``_events`` itself, without a call per pass."""
+
+    #: The records not yet handed on, and how many were handed on before them.
+    _events: list[tuple[Any, ...]]
+    _base: int
 
     def log(self, event: tuple[Any, ...], /) -> None:
         """Append one record."""
@@ -151,6 +162,10 @@ class Subscriber(Protocol):
 
     def after_batch(self) -> None:
         """Once per pass of the loop."""
+        ...
+
+    def handoff(self) -> None:
+        """Hand the buffered records on."""
         ...
 
 
@@ -237,10 +252,13 @@ class RecordingScheduler:
         tasks, choose the order, log it per recording; returns the batch as Trio will
         pop it."""
         recordings = self.recordings
-        single = recordings[0] if len(recordings) == 1 else None
-        ids: list[int] = []  # with one recording, the usual case
-        runs: dict[Any, list[int]] | None = None
-        new: dict[Any, dict[int, Any]] | None = None
+        if len(recordings) != 1:
+            return self._batch_many(tasks)
+        # The usual case, one recording: kept to one call per pass (it runs for every
+        # pass of the loop, and is most of what recording costs the process).
+        rec = recordings[0]
+        ids: list[int] = []
+        new: dict[int, Any] | None = None
         for task in tasks:
             node = task.context.get(TRACK)
             if node is None:
@@ -249,55 +267,79 @@ class RecordingScheduler:
                 node = classify(task)
                 if node is None:
                     continue  # a transport's own task
-            rec = node.rec
-            if rec is None:
+            if node.rec is not rec:
                 continue
-            if not node.id:
-                if rec not in recordings:
-                    continue  # a recording that has stopped
-                node.id = rec.next_id()
+            tid = node.id
+            if not tid:
+                tid = node.id = rec.next_id()
                 parent = node.parent
                 # A child as (parent, ordinal): the sink writes out its name.
-                spec = node.name if parent is None else (parent.id, node.ordinal)
                 if new is None:
                     new = {}
-                new.setdefault(rec, {})[node.id] = spec
-            if rec is single:
-                ids.append(node.id)
-            else:
-                if runs is None:
-                    runs = {}
-                runs.setdefault(rec, []).append(node.id)
+                new[tid] = node.name if parent is None else (parent.id, node.ordinal)
+            ids.append(tid)
         if self._coin.random() < 0.5:
             tasks.reverse()
             ids.reverse()
-            if runs is not None:
-                for run in runs.values():
-                    run.reverse()
         self.order = tasks
         self._pass += 1
         clock = self.clock
-        if ids or runs:
+        events = rec._events
+        if ids:
+            seq = rec._base + len(events) + 1
+            self.sched_seq[id(rec)] = (seq, len(ids), self._pass)
             now = clock.now if clock is not None else trio.current_time()
-            if ids:
-                self._log_sched(single, now, ids, new)
-            if runs is not None:
-                for rec, run in runs.items():
-                    if rec in recordings:
-                        self._log_sched(rec, now, run, new)
+            events.append((0, None, None, "sched", now, ids, new))
+        if len(events) >= CHUNK_EVENTS:
+            rec.handoff()
         if clock is not None:
             clock.fresh = True
         # Trio pops the batch from its end.
         popped = tasks[::-1]
         self._keep.planned = popped
+        return popped
+
+    def _batch_many(self, tasks: list[Any]) -> list[Any]:
+        # Several recordings in one run (a server's and a client's), or none left.
+        recordings = self.recordings
+        runs: dict[Any, list[int]] = {}
+        new: dict[Any, dict[int, Any]] = {}
+        for task in tasks:
+            node = task.context.get(TRACK)
+            if node is None:
+                continue
+            if node.task is not task:
+                node = classify(task)
+                if node is None:
+                    continue
+            rec = node.rec
+            if rec is None or rec not in recordings:
+                continue  # not recorded, or a recording that has stopped
+            if not node.id:
+                node.id = rec.next_id()
+                parent = node.parent
+                new.setdefault(rec, {})[node.id] = (
+                    node.name if parent is None else (parent.id, node.ordinal))
+            runs.setdefault(rec, []).append(node.id)
+        if self._coin.random() < 0.5:
+            tasks.reverse()
+            for run in runs.values():
+                run.reverse()
+        self.order = tasks
+        self._pass += 1
+        clock = self.clock
+        if runs:
+            now = clock.now if clock is not None else trio.current_time()
+            for rec, run in runs.items():
+                self.sched_seq[id(rec)] = (rec.next_seq(), len(run), self._pass)
+                rec.log((0, None, None, "sched", now, run, new.get(rec)))
+        if clock is not None:
+            clock.fresh = True
+        popped = tasks[::-1]
+        self._keep.planned = popped
         for rec in recordings:
             rec.after_batch()
         return popped
-
-    def _log_sched(self, rec: Any, now: float, run: list[int],
-                   new: dict[Any, dict[int, Any]] | None) -> None:
-        self.sched_seq[id(rec)] = (rec.next_seq(), len(run), self._pass)
-        rec.log((0, None, None, "sched", now, run, new.get(rec) if new is not None else None))
 
     def position(self, recording: Any) -> tuple[int, int]:
         """Where the running task is in ``recording``'s order: the seq of the current

@@ -29,7 +29,7 @@ from typing import Any
 import trio
 
 __all__ = [
-    "TRACK", "Node", "classify", "current_node", "schedule_points", "spawn_root", "untracked",
+    "TRACK", "Node", "classify", "current_node", "spawn_root", "untracked",
 ]
 
 
@@ -163,10 +163,3 @@ def untracked() -> Iterator[None]:
         yield
     finally:
         TRACK.reset(token)
-
-
-def schedule_points(task: Any) -> int:
-    """How many times ``task`` has yielded to the scheduler (Trio's own count): the
-    difference around a transport's receive or send is what a replay repeats."""
-    points: int = task._schedule_points
-    return points
