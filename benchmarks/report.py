@@ -86,16 +86,24 @@ def ratios(summary: list[dict[str, Any]], subject: str) -> list[dict[str, Any]]:
 
 
 def trace_costs(summary: list[dict[str, Any]], subject: str) -> list[dict[str, Any]]:
-    """What recording a trace costs: 1 - traced rate / untraced rate, per workload."""
+    """What recording a trace costs, per workload: 1 - traced rate / untraced rate, or
+    for a lower-is-better row (a worst latency) traced / untraced - 1. ``target`` says
+    whether a worst latency stays within max(2x, +15 ms) of the untraced one."""
     by = {(r["workload"], r["server"]): r for r in summary}
+    lower = {w.name for w in WORKLOADS if w.lower_is_better}
     out = []
     for r in summary:
         if r["server"] != f"{subject}_traced" or not r.get("calls_per_s"):
             continue
         plain = by.get((r["workload"], subject))
-        if plain and plain.get("calls_per_s"):
-            out.append({"workload": r["workload"],
-                        "cost": 1 - r["calls_per_s"] / plain["calls_per_s"]})
+        if not plain or not plain.get("calls_per_s"):
+            continue
+        traced, untraced = r["calls_per_s"], plain["calls_per_s"]
+        if r["workload"] in lower:
+            out.append({"workload": r["workload"], "cost": traced / untraced - 1,
+                        "target": traced <= max(2 * untraced, untraced + 15.0)})
+        else:
+            out.append({"workload": r["workload"], "cost": 1 - traced / untraced})
     return out
 
 
@@ -140,8 +148,12 @@ def format_table(
         lines.append(f"  {q['workload']:<20} vs {q['versus']:<20} ({q['role']:<7}) {tput:>8}{p99}")
     costs = trace_costs(summary, subject)
     if costs:
-        lines += ["", "trace recording cost (1 - traced/untraced rate):"]
-        lines += [f"  {c['workload']:<20} {100 * c['cost']:6.1f}%" for c in costs]
+        lines += ["", "trace recording cost (1 - traced/untraced rate; worst latencies: "
+                  "traced/untraced - 1, target max(2x, +15 ms)):"]
+        lines += [f"  {c['workload']:<20} {100 * c['cost']:6.1f}%"
+                  + ("" if "target" not in c else
+                     "  within target" if c["target"] else "  OVER TARGET")
+                  for c in costs]
     return "\n".join(lines)
 
 
