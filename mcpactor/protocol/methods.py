@@ -257,9 +257,26 @@ _SPECS = [
         "client_to_server",
         ("roots", "listChanged"),
     ),
+    # tasks (2025-11-25): either side may be the receiver, so each is gated by the
+    # receiving side's own ``tasks`` capability. ``tasks/result`` answers with the
+    # result of the request the task wraps: the requestor names its class.
+    _request("tasks/get", t.TaskIdParams, t.Task, "both", ("tasks",), since="2025-11-25"),
+    _request("tasks/result", t.TaskIdParams, None, "both", ("tasks",), since="2025-11-25"),
+    _request(
+        "tasks/list",
+        t.PaginatedRequestParams,
+        t.ListTasksResult,
+        "both",
+        ("tasks", "list"),
+        since="2025-11-25",
+    ),
+    _request(
+        "tasks/cancel", t.TaskIdParams, t.Task, "both", ("tasks", "cancel"), since="2025-11-25"
+    ),
+    _notification("notifications/tasks/status", t.Task, "both", ("tasks",), since="2025-11-25"),
 ]
 
-#: Every method of 2025-11-25 (tasks excluded) plus ``resources/metadata``, by name.
+#: Every method of 2025-11-25 plus ``resources/metadata``, by name.
 METHODS: dict[str, MethodSpec] = {spec.method: spec for spec in _SPECS}
 
 #: Methods that are not part of a released protocol revision.
@@ -273,6 +290,7 @@ CAPABILITY_SINCE: dict[tuple[str, ...], str] = {
     ("completions",): "2025-03-26",
     ("elicitation",): "2025-06-18",
     ("elicitation", "url"): "2025-11-25",
+    ("tasks",): "2025-11-25",
 }
 
 

@@ -168,7 +168,8 @@ def test_unknown_fields_survive_nested() -> None:
             {
                 "name": "t",
                 "inputSchema": {"type": "object", "x-schema-ext": 1},
-                "execution": {"taskSupport": "optional"},
+                "execution": {"taskSupport": "optional", "futureMode": "x"},
+                "futureField": {"kind": "later"},
                 "annotations": {"readOnlyHint": True, "futureHint": "maybe"},
                 "icons": [{"src": "https://i", "sizes": ["16x16"], "x-icon": 2}],
                 "_meta": {"vendor/key": [1]},
@@ -180,7 +181,9 @@ def test_unknown_fields_survive_nested() -> None:
     }
     result = from_wire(wire, mt.ListToolsResult)
     tool = result.tools[0]
-    assert tool.extra == {"execution": {"taskSupport": "optional"}}
+    assert tool.extra == {"futureField": {"kind": "later"}}
+    assert tool.execution is not None and tool.execution.task_support == "optional"
+    assert tool.execution.extra == {"futureMode": "x"}
     assert tool.annotations is not None and tool.annotations.extra == {"futureHint": "maybe"}
     assert tool.icons is not None and tool.icons[0].extra == {"x-icon": 2}
     assert tool.meta == {"vendor/key": [1]}
@@ -195,12 +198,15 @@ def test_unknown_fields_inside_content_and_capabilities() -> None:
         "capabilities": {
             "roots": {"listChanged": True},
             "elicitation": {"form": {}, "url": {}},
-            "tasks": {"list": {}},
+            "tasks": {"list": {}, "futureTaskFlag": {}},
+            "futureCapability": {"x": 1},
         },
         "clientInfo": {"name": "c", "version": "1", "icons": [{"src": "data:"}]},
     }
     params = from_wire(wire, mt.InitializeRequestParams)
-    assert params.capabilities.extra == {"tasks": {"list": {}}}
+    assert params.capabilities.extra == {"futureCapability": {"x": 1}}
+    tasks = params.capabilities.tasks
+    assert tasks is not None and tasks.list == {} and tasks.extra == {"futureTaskFlag": {}}
     assert params.capabilities.elicitation == mt.ElicitationCapability(form={}, url={})
     assert to_wire(params) == wire
     result = {"content": [{"type": "text", "text": "t", "x-lang": "en"}], "x-top": 1}

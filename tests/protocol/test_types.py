@@ -210,6 +210,7 @@ _NOT_IN_2025_11_25 = {
     "Resource": {"isCollection"},
     # The schema types these params inline, without the ``_meta`` every params object allows.
     "ElicitationCompleteNotificationParams": {"_meta"},
+    "TaskIdParams": {"_meta"},
 }
 
 
@@ -224,6 +225,11 @@ _OFFICIAL_NAMES = {
     "RootsCapability": "Roots",
     "SamplingCapability": "Sampling",
     "ToolsCapability": "Tools1",
+    "ClientTasksCapability": "Tasks",
+    "ServerTasksCapability": "Tasks1",
+    "TaskIdParams": "Params2",
+    # ``Task`` doubles as the ``tasks/get`` result (``Result & Task``: with ``_meta``).
+    "Task": "GetTaskResult",
 }
 
 
@@ -256,7 +262,8 @@ _EXPECTED_METHODS = {
     "prompts/get", "notifications/prompts/list_changed", "completion/complete",
     "logging/setLevel", "notifications/message", "sampling/createMessage",
     "elicitation/create", "notifications/elicitation/complete", "roots/list",
-    "notifications/roots/list_changed",
+    "notifications/roots/list_changed", "tasks/get", "tasks/result", "tasks/list",
+    "tasks/cancel", "notifications/tasks/status",
 }  # fmt: skip
 
 
@@ -265,7 +272,9 @@ def test_method_table_is_complete_and_consistent() -> None:
     for name, spec in methods.METHODS.items():
         assert spec.method == name
         assert (spec.kind == "notification") == name.startswith("notifications/")
-        assert (spec.result_cls is None) == (spec.kind == "notification")
+        # tasks/result answers with the wrapped request's result: the caller names it.
+        assert (spec.result_cls is None) == (spec.kind == "notification"
+                                             or name == "tasks/result")
         assert spec.params_cls is not None
         assert spec.since in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
     call = methods.request_spec("tools/call")

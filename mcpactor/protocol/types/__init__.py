@@ -1,4 +1,4 @@
-"""Every MCP schema type (2024-11-05 through 2025-11-25, plus SEP-2093) as a frozen attrs class.
+"""Every MCP schema type (2024-11-05 through 2025-11-25, tasks included, plus SEP-2093) as a frozen attrs class.
 
 Import from here, not from the feature modules: ``from mcpactor.protocol.types import Tool``.
 Turn them into wire data and back with :mod:`mcpactor.protocol.convert`.
@@ -104,6 +104,24 @@ from .sampling import (
     SamplingMessage,
     ToolChoice,
 )
+from .tasks import (
+    MODEL_IMMEDIATE_RESPONSE,
+    RELATED_TASK,
+    TERMINAL_STATUSES,
+    ClientTasksCapability,
+    CreateTaskResult,
+    ListTasksResult,
+    ServerTasksCapability,
+    Task,
+    TaskIdParams,
+    TaskMetadata,
+    TaskStatus,
+    TaskSupport,
+    ToolExecution,
+    accepts_task,
+    related_task_meta,
+    related_task_of,
+)
 from .tools import (
     CallToolRequestParams,
     CallToolResult,
@@ -114,6 +132,9 @@ from .tools import (
 
 __all__ = [
     "LOGGING_LEVELS",
+    "MODEL_IMMEDIATE_RESPONSE",
+    "RELATED_TASK",
+    "TERMINAL_STATUSES",
     "Annotations",
     "AudioContent",
     "BlobResourceContents",
@@ -198,5 +219,18 @@ __all__ = [
     "ToolUseContent",
     "ToolsCapability",
     "UnsubscribeRequestParams",
+    "ClientTasksCapability",
+    "CreateTaskResult",
+    "ListTasksResult",
+    "ServerTasksCapability",
+    "Task",
+    "TaskIdParams",
+    "TaskMetadata",
+    "TaskStatus",
+    "TaskSupport",
+    "ToolExecution",
+    "accepts_task",
+    "related_task_meta",
+    "related_task_of",
     "progress_token_of",
 ]

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 import attrs
 
+from .tasks import TaskMetadata
+
 
 @attrs.frozen(kw_only=True)
 class ElicitRequestFormParams:
@@ -19,6 +21,8 @@ class ElicitRequestFormParams:
     requested_schema: dict[str, Any]
     # Absent before 2025-11-25; absent still means form mode.
     mode: Literal["form"] | None = None
+    #: 2025-11-25: run the elicitation as a task on the client.
+    task: TaskMetadata | None = None
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.Factory(dict)
 
@@ -31,6 +35,7 @@ class ElicitRequestURLParams:
     url: str
     elicitation_id: str
     mode: Literal["url"] = "url"
+    task: TaskMetadata | None = None
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.Factory(dict)
 

@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from .base import Implementation
+from .tasks import ClientTasksCapability, ServerTasksCapability
 
 
 @attrs.frozen(kw_only=True)
@@ -50,6 +51,8 @@ class ClientCapabilities:
     roots: RootsCapability | None = None
     sampling: SamplingCapability | None = None
     elicitation: ElicitationCapability | None = None
+    #: 2025-11-25: which server requests the client runs as tasks.
+    tasks: ClientTasksCapability | None = None
     extra: dict[str, Any] = attrs.Factory(dict)
 
 
@@ -89,6 +92,8 @@ class ServerCapabilities:
     prompts: PromptsCapability | None = None
     resources: ResourcesCapability | None = None
     tools: ToolsCapability | None = None
+    #: 2025-11-25: which client requests the server runs as tasks.
+    tasks: ServerTasksCapability | None = None
     extra: dict[str, Any] = attrs.Factory(dict)
 
 

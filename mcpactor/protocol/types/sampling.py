@@ -6,6 +6,7 @@ import attrs
 
 from .base import Role
 from .content import SamplingContent
+from .tasks import TaskMetadata
 from .tools import Tool
 
 
@@ -63,6 +64,8 @@ class CreateMessageRequestParams:
     metadata: dict[str, Any] | None = None
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = None
+    #: 2025-11-25: run the sampling as a task on the client.
+    task: TaskMetadata | None = None
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.Factory(dict)
 

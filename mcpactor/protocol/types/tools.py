@@ -6,6 +6,7 @@ import attrs
 
 from .base import Cursor, Icon
 from .content import ContentBlock
+from .tasks import TaskMetadata, ToolExecution
 
 
 @attrs.frozen(kw_only=True)
@@ -32,6 +33,8 @@ class Tool:
     output_schema: dict[str, Any] | None = None
     annotations: ToolAnnotations | None = None
     icons: list[Icon] | None = None
+    #: 2025-11-25: whether calls may (must) be tasks (``execution.taskSupport``).
+    execution: ToolExecution | None = None
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.Factory(dict)
 
@@ -48,10 +51,12 @@ class ListToolsResult:
 
 @attrs.frozen(kw_only=True)
 class CallToolRequestParams:
-    """``tools/call`` params: the tool ``name`` and its ``arguments``."""
+    """``tools/call`` params: the tool ``name``, its ``arguments``, and ``task`` when the
+    call is to run as a task (2025-11-25)."""
 
     name: str
     arguments: dict[str, Any] | None = None
+    task: TaskMetadata | None = None
     meta: dict[str, Any] | None = None
     extra: dict[str, Any] = attrs.Factory(dict)
 
