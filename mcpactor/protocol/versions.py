@@ -74,9 +74,20 @@ def resource_not_found_code(version: str | None, method: str = "resources/read")
     return -32602
 
 
+def has_tasks(version: str | None) -> bool:
+    """Tasks (task-augmented requests, ``tasks/*``) exist from 2025-11-25."""
+    return version is not None and at_least(version, V2025_11_25)
+
+
 def capabilities_for(version: str, capabilities: dict[str, object]) -> dict[str, object]:
     """Our declared capabilities as a peer on ``version`` understands them: a capability
-    that revision does not define (``completions`` before 2025-03-26) is left out."""
-    if has_completions_capability(version) or "completions" not in capabilities:
+    that revision does not define (``completions`` before 2025-03-26, ``tasks`` before
+    2025-11-25) is left out."""
+    drop = set()
+    if not has_completions_capability(version):
+        drop.add("completions")
+    if not has_tasks(version):
+        drop.add("tasks")
+    if not drop.intersection(capabilities):
         return capabilities
-    return {k: v for k, v in capabilities.items() if k != "completions"}
+    return {k: v for k, v in capabilities.items() if k not in drop}

@@ -25,6 +25,7 @@ from mcpactor.protocol.connection import Connection
 from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import CapabilityNotSupported
 from mcpactor.protocol.lifecycle import Role, State
+from mcpactor.server import tasks as server_tasks
 from mcpactor.server.content import _CONTENT_TYPES
 from mcpactor.server.context import Context, session_state
 from mcpactor.server.registry import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
@@ -33,6 +34,7 @@ from mcpactor.server.schema.prompts import build_prompt_signature
 from mcpactor.server.uri_template import UriTemplate
 from mcpactor.session.groups import plain_errors
 from mcpactor.session.session import Limits, Session
+from mcpactor.tasks.runtime import TaskOptions, TaskRuntime
 from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import Transport
 
@@ -177,13 +179,17 @@ class Server:
         page_size: int = 100,
         limits: Limits = Limits(),  # noqa: B008 - frozen
         capabilities: t.ServerCapabilities | Mapping[str, Any] | Iterable[str] | None = None,
+        tasks: TaskOptions | None = None,
     ) -> None:
         """``capabilities`` declares features up front, beyond what is registered when a
         session starts (a session's capabilities are fixed by its ``initialize``): names
         (``["tools", "prompts", "resources"]``, each with ``listChanged``), a wire-form
         dict or a :class:`~mcpactor.protocol.types.ServerCapabilities`. A server that
         will add its first prompt (tool, resource) while sessions run declares it so
-        they can list it and hear ``list_changed``."""
+        they can list it and hear ``list_changed``.
+
+        ``tasks``: how tools registered with ``task=`` run as tasks (TTLs, how many at
+        once, the store; see :class:`~mcpactor.tasks.TaskOptions` and ``docs/tasks.md``)."""
         self.declared_capabilities = _declared(capabilities)
         self.info = t.Implementation(
             name=name,
@@ -206,6 +212,9 @@ class Server:
         #: broadcast reaches them in the same order every run, and every replay).
         self.sessions: SessionSet = SessionSet()
         self.custom_methods: dict[str, Callable[..., Any]] = {}
+        #: Runs this server's tasks (tools called as tasks), shared by all its sessions:
+        #: a task outlives the session that created it.
+        self.task_runtime = TaskRuntime(tasks)
 
     # -- capabilities ---------------------------------------------------------------
 
@@ -220,6 +229,9 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if self.completion_handler is not None:
             caps["completions"] = {}
+        tasks = server_tasks.capability(self)
+        if tasks is not None:
+            caps["tasks"] = tasks
         for feature, value in self.declared_capabilities.items():
             derived = caps.get(feature)
             if isinstance(derived, dict) and isinstance(value, dict):
@@ -247,6 +259,7 @@ class Server:
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        task: str | bool | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -262,6 +275,7 @@ class Server:
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),  # [auth]
+        task: str | bool | None = None,
     ) -> Any:
         """Register an ``async def`` (or plain ``def``) as a tool: ``@server.tool`` or
         ``@server.tool(...)`` with options.
@@ -273,13 +287,17 @@ class Server:
         published exactly as given (arguments are still checked against the hints).
         ``scopes``: OAuth scopes a caller's token must hold (HTTP with ``auth=``; a
         call without them is refused with 403 ``insufficient_scope``).
+        ``task``: ``"optional"`` (a client may call it as a task), ``"required"`` (it
+        must) or ``"forbidden"`` (the default); see ``docs/tasks.md``. The function is
+        the same either way.
         """
+        task_support = server_tasks.check_task_support(task)
 
         if callable(name):  # @server.tool, without parentheses (or tool(fn, ...))
             return self.tool(
                 None, title=title, description=description, annotations=annotations,
                 icons=icons, input_schema=input_schema, output_schema=output_schema,
-                structured_output=structured_output, meta=meta, scopes=scopes,
+                structured_output=structured_output, meta=meta, scopes=scopes, task=task,
             )(name)
 
         def register(fn: F) -> F:
@@ -305,11 +323,13 @@ class Server:
                 output_schema=out_schema,
                 annotations=_as(t.ToolAnnotations, annotations),
                 icons=_icons(icons),
+                execution=(t.ToolExecution(task_support=task_support)  # type: ignore[arg-type]
+                           if task_support != "forbidden" else None),
                 meta=meta,
             )
             self.tools[tool_name] = ToolEntry(
                 fn, sig, tool, inspect.iscoroutinefunction(fn), tuple(scopes),
-                check_output=output_schema is not None,
+                check_output=output_schema is not None, task_support=task_support,
             )
             return fn
 

@@ -127,13 +127,13 @@ class Context:
         """Send ``notifications/message`` if the client's level lets it through."""
         if level not in _LEVEL_RANK:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
-        session = self._rc.session
-        if not session_state(session).wants_log(level):
+        if not session_state(self._rc.session).wants_log(level):
             return False
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        await session.notify("notifications/message", params, related_request=self._rc.id)
+        # Through the request context: in a task it goes where the task's messages go.
+        await self._rc.notify("notifications/message", params)
         return True
 
     async def debug(self, data: Any, logger: str | None = None) -> bool:

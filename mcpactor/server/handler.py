@@ -25,13 +25,15 @@ from mcpactor.protocol.errors import (
 )
 from mcpactor.protocol.json_schema import first_error
 from mcpactor.protocol.versions import resource_not_found_code
+from mcpactor.server import tasks as server_tasks
 from mcpactor.server.compat import downgrade_content, downgrade_tool_result
 from mcpactor.server.content import _CONTENT_TYPES, resource_contents, to_content, to_json_text
 from mcpactor.server.context import LOG_LEVELS, Context, session_state
-from mcpactor.server.registry import paginate
+from mcpactor.server.registry import ToolEntry, paginate
 from mcpactor.server.schema import serialize_output, to_jsonable
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
+from mcpactor.tasks import wire as tasks_wire
 
 if TYPE_CHECKING:
     from mcpactor.server.app import Server
@@ -67,6 +69,10 @@ class ServerHandler:
             "prompts/get": self.get_prompt,
             "completion/complete": self.complete,
             "logging/setLevel": self.set_level,
+            "tasks/get": self.tasks,
+            "tasks/result": self.tasks,
+            "tasks/list": self.tasks,
+            "tasks/cancel": self.tasks,
         }
 
     # -- SessionHandler -----------------------------------------------------------------
@@ -116,6 +122,14 @@ class ServerHandler:
             raise InvalidParams(
                 f"Unknown tool: {params.name}", data={"path": "params.name", "name": params.name}
             )
+        if (entry.task_support != "forbidden" or params.task is not None) and server_tasks.route(
+                self, rc, entry, params):
+            return await server_tasks.start_tool_task(self, rc, entry, params)
+        return await self.run_tool(rc, entry, params)
+
+    async def run_tool(self, rc: RequestContext, entry: ToolEntry,
+                       params: t.CallToolRequestParams) -> Any:
+        """Run a tool and make its result: the one path of a plain call and a task."""
         sig = entry.sig
         try:
             kwargs = sig.validate(params.arguments)
@@ -169,6 +183,11 @@ class ServerHandler:
             return t.CallToolResult(content=downgrade_content(to_content(value), version))
         except TypeError as exc:
             return _error_result(f"Tool {params.name} returned an invalid result: {exc}")
+
+    async def tasks(self, rc: RequestContext) -> Any:
+        """``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/cancel``
+        (2025-11-25; gated by the ``tasks`` capability in the method table)."""
+        return await tasks_wire.answer(self.server.task_runtime, rc)
 
     # -- resources ---------------------------------------------------------------------
 

@@ -35,6 +35,9 @@ class ToolEntry:
     #: The outputSchema was given, not derived from the return type: results are checked
     #: against it (a derived one holds by construction).
     check_output: bool = False
+    #: Whether a call may (``optional``), must (``required``) or must not (``forbidden``)
+    #: run as a task (2025-11-25 ``execution.taskSupport``; see mcpactor.server.tasks).
+    task_support: str = "forbidden"
 
 
 @attrs.define(eq=False)
