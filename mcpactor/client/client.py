@@ -12,6 +12,7 @@ import attrs
 import trio
 
 from mcpactor import __version__
+from mcpactor.client import tasks as client_tasks
 from mcpactor.client.handlers import (
     ElicitationHandler,
     HandlerContext,
@@ -39,6 +40,9 @@ from mcpactor.session.context import RequestContext
 from mcpactor.session.groups import plain_errors
 from mcpactor.session.session import Limits, Session
 from mcpactor.session.tracker import ProgressCallback, Timeout, Waiter
+from mcpactor.tasks import wire as tasks_wire
+from mcpactor.tasks.handle import TaskHandle, TaskWatchers
+from mcpactor.tasks.runtime import TaskOptions, TaskRuntime
 from mcpactor.tracing.tasks import TRACK, Node, current_node
 from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import Transport
@@ -84,6 +88,9 @@ class ClientHandlers:
         default=None, validator=_handler(1))
     on_notification: NotificationCallback | None = attrs.field(
         default=None, validator=_handler(1))
+    #: Run the server's sampling and elicitation requests as tasks when it asks
+    #: (2025-11-25): True, or :class:`~mcpactor.tasks.TaskOptions` for TTLs and limits.
+    tasks: TaskOptions | bool | None = None
 
     def capabilities(self) -> dict[str, Any]:
         """The client capabilities these handlers imply (wire form)."""
@@ -94,6 +101,9 @@ class ClientHandlers:
             caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
         if self.roots is not None:
             caps["roots"] = {"listChanged": True}
+        if self.tasks and (self.sampling is not None or self.elicitation is not None):
+            caps["tasks"] = client_tasks.capability(self.sampling is not None,
+                                                    self.elicitation is not None)
         return caps
 
 
@@ -105,8 +115,26 @@ class _ClientHandler:
         #: Each listed tool's outputSchema (None: it has none), for checking its results;
         #: forgotten when the server says its tools changed.
         self.output_schemas: dict[str, dict[str, Any] | None] = {}
+        #: The client's task handles, for the server's status notifications to reach.
+        self.task_watchers = TaskWatchers()
+        #: Runs the server's requests the client accepts as tasks (ClientHandlers.tasks).
+        self.task_runtime: TaskRuntime | None = None
+        if handlers.tasks:
+            self.task_runtime = TaskRuntime(
+                handlers.tasks if isinstance(handlers.tasks, TaskOptions) else None)
 
     async def handle_request(self, rc: RequestContext) -> Any:
+        runtime = self.task_runtime
+        if runtime is not None:
+            if rc.method in tasks_wire.METHODS:
+                return await tasks_wire.answer(runtime, rc)
+            if (getattr(rc.params, "task", None) is not None
+                    and t.accepts_task(rc.session.connection.capabilities, rc.method)):
+                return await client_tasks.start_task(runtime, rc, self._answer)
+        return await self._answer(rc)
+
+    async def _answer(self, rc: RequestContext) -> Any:
+        """The answer to a server request: the one path of a plain request and a task."""
         h = self.h
         if rc.method == "sampling/createMessage" and h.sampling is not None:
             return await call(h.sampling, _args(h.sampling, "sampling", (2, 1), rc, rc.params))
@@ -125,6 +153,8 @@ class _ClientHandler:
         h = self.h
         if event.method == "notifications/tools/list_changed":
             self.output_schemas.clear()
+        elif event.method == "notifications/tasks/status":
+            self.task_watchers.deliver(event.params)
         cb = {
             "notifications/message": h.on_log,
             "notifications/tools/list_changed": h.on_tools_changed,
@@ -189,6 +219,8 @@ class Client:
         handler = session.handler
         self._output_schemas: dict[str, dict[str, Any] | None] | None = (
             handler.output_schemas if isinstance(handler, _ClientHandler) else None)
+        self._task_watchers: TaskWatchers | None = (
+            handler.task_watchers if isinstance(handler, _ClientHandler) else None)
 
     # -- negotiated state -------------------------------------------------------------
 
@@ -294,6 +326,12 @@ class Client:
             "tools/call", params, timeout=timeout, on_progress=on_progress,
             result_cls=ToolResult[Any],
         )
+        return self._checked_tool_result(name, result, validate, result_type)
+
+    def _checked_tool_result(self, name: str, result: ToolResult[Any], validate: bool,
+                             result_type: Any) -> ToolResult[Any]:
+        """A tool's result checked against its listed ``outputSchema`` and read as
+        ``result_type`` (a plain call's and a task's alike)."""
         schemas = self._output_schemas
         schema = schemas.get(name) if validate and schemas is not None else None
         if schema is not None and not result.is_error:
@@ -308,6 +346,52 @@ class Client:
                     f"tool {name!r} returned structuredContent that does not match its "
                     f"outputSchema: {error}", data={"path": error.path, "reason": error.reason})
         return typed_result(name, result, result_type)
+
+    # -- tasks (2025-11-25) --------------------------------------------------------------
+
+    async def call_tool_task(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        ttl: float | None = None,
+        timeout: Timeout | float | None = None,
+        meta: dict[str, Any] | None = None,
+        validate: bool = True,
+        result_type: Any = None,
+    ) -> TaskHandle[ToolResult[Any]]:
+        """Call a tool as a task: returns at once with a
+        :class:`~mcpactor.tasks.TaskHandle` (``status``, ``async for task in
+        handle.statuses()``, ``await handle.result()``, ``await handle.cancel()``)
+        whose result is what :meth:`call_tool` returns. ``ttl``: seconds the server
+        should keep the task (it may grant less). The server must declare
+        ``tasks.requests.tools.call`` (else :class:`~mcpactor.CapabilityNotSupported`)
+        and the tool must allow it (a tool whose ``execution.taskSupport`` is
+        ``forbidden`` answers -32601). See ``docs/tasks.md``."""
+        return await client_tasks.call_tool_task(
+            self, name, arguments, ttl=ttl, timeout=timeout, meta=meta, validate=validate,
+            result_type=result_type)
+
+    async def task(
+        self, task_id: str, *, tool: str | None = None, result_cls: Any = None,
+        result_type: Any = None, timeout: Timeout | float | None = None,
+    ) -> TaskHandle[Any]:
+        """A handle for a task this client knows the id of (say, from before it
+        reconnected); ``tool``: it is a call of that tool. An unknown id: -32602."""
+        return await client_tasks.attach(self, task_id, tool=tool, result_cls=result_cls,
+                                         result_type=result_type, timeout=timeout)
+
+    async def get_task(self, task_id: str, **kw: Any) -> t.Task:
+        """A task's state (``tasks/get``)."""
+        return await self.request("tasks/get", {"taskId": task_id}, **kw)
+
+    async def list_tasks(self, cursor: str | None = None, **kw: Any) -> t.ListTasksResult:
+        """One page of this client's tasks (``tasks/list``)."""
+        return await self.request("tasks/list", _page(cursor), **kw)
+
+    async def cancel_task(self, task_id: str, **kw: Any) -> t.Task:
+        """Cancel a task (``tasks/cancel``); its state afterwards."""
+        return await self.request("tasks/cancel", {"taskId": task_id}, **kw)
 
     async def list_resources(self, cursor: str | None = None, **kw: Any) -> t.ListResourcesResult:
         """One page of resources."""
