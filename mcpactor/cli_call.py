@@ -8,6 +8,7 @@
     mcpactor call ws://127.0.0.1:8000/mcp --read demo://greeting
     mcpactor call "python server.py" --prompt review --args '{"code": "x = 1"}'
     mcpactor call "python server.py" slow '{"n": 3}' --trace call.jsonl
+    mcpactor call "python server.py" slow '{"n": 3}' --task    # as a task: statuses, result
 
 The target is a command line (spawned over stdio), an ``http(s)://`` URL (Streamable
 HTTP, falling back to legacy HTTP+SSE) or a ``ws(s)://`` URL. A tool's text content is
@@ -20,6 +21,12 @@ A reader that stops reading (``mcpactor call ... | head``) ends the output quiet
 nothing on stderr, and the exit status the call would have had anyway (not 141, the
 status of a process killed by SIGPIPE): a cut output says nothing about the server or
 the call, and the status keeps saying whether the tool reported an error.
+
+``--task`` calls the tool as a task (2025-11-25): each status the task goes through is
+printed on stderr (``task 3f2a9c…: working: step 2``) as the server reports it or as
+polling finds it, then the result as usual; Ctrl-C cancels the task on the server
+first. A tool whose ``execution.taskSupport`` is ``required`` runs as a task without
+the flag; one that does not take tasks is a mistake (exit 2) with ``--task``.
 """
 
 from __future__ import annotations
@@ -62,6 +69,11 @@ def register(sub: Any) -> None:
     p.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
                    help="an HTTP or WebSocket request header; repeatable")
     p.add_argument("--trace", metavar="PATH", help="record the client's side of the session")
+    p.add_argument("--task", action="store_true",
+                   help="call the tool as a task (2025-11-25): print its status changes "
+                   "on stderr, then the result (a tool that requires it runs as one anyway)")
+    p.add_argument("--ttl", type=positive_float, metavar="SECONDS",
+                   help="with --task: how long the server should keep the task")
     p.set_defaults(func=cmd_call)
 
 
@@ -154,6 +166,7 @@ class _Stdout:
 
 
 async def _run(args: argparse.Namespace, out: _Stdout) -> int:
+    from mcpactor.protocol import types as t
     from mcpactor.protocol.convert import to_wire
 
     headers = _headers(args.header)
@@ -162,6 +175,8 @@ async def _run(args: argparse.Namespace, out: _Stdout) -> int:
     if args.trace:
         options["trace"] = args.trace
     arguments = _arguments(args.arguments, "ARGUMENTS") if args.tool is not None else {}
+    if (args.task or args.ttl is not None) and args.tool is None:
+        raise _cli_error("--task and --ttl need a tool: mcpactor call TARGET TOOL ARGS --task")
     if (args.read or args.prompt) and args.tool is not None:
         flag = "--read URI" if args.read else "--prompt NAME"
         raise _cli_error(f"{flag} takes no tool name: mcpactor call TARGET {flag}")
@@ -193,7 +208,19 @@ async def _run(args: argparse.Namespace, out: _Stdout) -> int:
         if args.tool not in {tool.name for tool in tools}:
             names = ", ".join(sorted(tool.name for tool in tools)) or "none"
             raise _cli_error(f"the server has no tool {args.tool!r} (its tools: {names})")
-        called = await client.call_tool(args.tool, arguments)
+        tool = next(tool for tool in tools if tool.name == args.tool)
+        support = tool.execution.task_support if tool.execution is not None else None
+        if args.task or support == "required":
+            if support not in ("optional", "required") or not t.accepts_task(
+                    client.server_capabilities, "tools/call"):
+                raise _cli_error(f"the tool {args.tool!r} does not run as a task (its "
+                                 f"execution.taskSupport is {support or 'forbidden'!r}): "
+                                 "call it without --task")
+            called = await _as_task(client, args, arguments)
+        else:
+            if args.ttl is not None:
+                raise _cli_error("--ttl applies to a call with --task")
+            called = await client.call_tool(args.tool, arguments)
         if args.json:
             out.json(to_wire(called))
         else:
@@ -204,6 +231,41 @@ async def _run(args: argparse.Namespace, out: _Stdout) -> int:
             if called.structured_content is not None and not called.content:
                 out.json(called.structured_content)
         return 1 if called.is_error else 0
+
+
+async def _as_task(client: Any, args: argparse.Namespace, arguments: dict[str, Any]) -> Any:
+    """Call the tool as a task: its statuses on stderr while ``tasks/result`` waits
+    (the server may send what the task needs answered on it), then the result."""
+    handle = await client.call_tool_task(args.tool, arguments, ttl=args.ttl)
+    short = handle.task_id[:12] + ("…" if len(handle.task_id) > 12 else "")
+    from mcpactor.session.groups import plain_errors
+
+    result: list[Any] = []
+    try:
+        with plain_errors():
+            async with trio.open_nursery() as nursery:
+
+                async def fetch() -> None:
+                    result.append(await handle.result())
+
+                nursery.start_soon(fetch)
+                async for task in handle.statuses():
+                    line = f"task {short}: {task.status}"
+                    if task.status_message:
+                        line += f": {task.status_message}"
+                    print(line, file=sys.stderr, flush=True)
+    except BaseException:
+        if not handle.terminal:
+            # Ctrl-C (or any failure of ours) leaves no orphan task on the server.
+            with trio.move_on_after(2) as cleanup:
+                cleanup.shield = True
+                try:
+                    await handle.cancel()
+                    print(f"task {short}: cancelled", file=sys.stderr)
+                except Exception:
+                    pass
+        raise
+    return result[0]
 
 
 def cmd_call(args: argparse.Namespace) -> int:

@@ -230,7 +230,8 @@ class RunningTask:
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> bool:
         """Progress with the creating request's token (valid for the task's whole life);
-        False when there is no token, no live session, or ``progress`` did not grow."""
+        False when there is no token, no live session, or ``progress`` did not grow. A
+        ``message`` also becomes the task's status message (what ``tasks/get`` shows)."""
         token = self.progress_token
         if token is None or (self._last_progress is not None and progress <= self._last_progress):
             return False
@@ -238,6 +239,9 @@ class RunningTask:
         if target is None:
             return False
         self._last_progress = progress
+        if message is not None:
+            # The requestor polling tasks/get sees the latest progress message too.
+            await self.set_status(self._status, message)
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
@@ -316,7 +320,8 @@ class TaskRuntime:
 
     def __init__(self, options: TaskOptions | None = None) -> None:
         self.options = options or TaskOptions()
-        self.store: TaskStore = self.options.store or InMemoryTaskStore()
+        store = self.options.store
+        self.store: TaskStore = store if store is not None else InMemoryTaskStore()
         self._running: dict[str, RunningTask] = {}
         self._run_state: trio.lowlevel.RunVar[_RunState] = trio.lowlevel.RunVar(
             f"mcpactor_tasks_{id(self)}")
