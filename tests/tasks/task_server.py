@@ -14,6 +14,9 @@ server = Server("task-server", "1.0")
 
 #: What the tools saw, for in-process tests to look at.
 SEEN: dict[str, object] = {}
+#: Set when `hang` starts and when it ends.
+HANG_STARTED = trio.Event()
+HANG_ENDED = trio.Event()
 
 
 class Stats(TypedDict):
@@ -76,11 +79,12 @@ async def refuse(code: int) -> str:
 @server.tool(task="optional")
 async def hang(ctx: Context) -> str:
     """Wait until cancelled; says so in SEEN."""
-    SEEN["hang_started"] = True
+    HANG_STARTED.set()
     try:
         await trio.sleep_forever()
     finally:
         SEEN["hang_cancelled"] = ctx.cancelled
+        HANG_ENDED.set()
     return "unreachable"
 
 

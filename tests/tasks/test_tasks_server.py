@@ -178,13 +178,11 @@ async def test_cancel(mod: Any) -> None:
     async with open_client(mod.server) as client:
         handle = await client.call_tool_task("hang", {})
         with trio.fail_after(5):
-            while "hang_started" not in mod.SEEN:
-                await trio.sleep(0.01)
+            await mod.HANG_STARTED.wait()
         cancelled = await handle.cancel()
         assert cancelled.status == "cancelled" and handle.terminal
         with trio.fail_after(5):
-            while "hang_cancelled" not in mod.SEEN:
-                await trio.sleep(0.01)
+            await mod.HANG_ENDED.wait()
         assert mod.SEEN["hang_cancelled"] is True  # cooperative: the tool saw it
         with pytest.raises(RequestError) as again:
             await handle.cancel()
@@ -237,7 +235,8 @@ async def test_running_tasks_are_bounded(mod: Any) -> None:
         first = await client.call_tool_task("hang", {})
         second = await client.call_tool_task("slow", {"n": 1, "delay": 0})
         with trio.fail_after(5):
-            while (await second.refresh()).status_message != "waiting for a free task slot":
+            # Polling the server's view, as a requestor does.
+            while (await second.refresh()).status_message != "waiting for a free task slot":  # noqa: ASYNC110
                 await trio.sleep(0.01)
         with pytest.raises(RequestError) as busy:
             await client.call_tool_task("slow", {"n": 1, "delay": 0})
