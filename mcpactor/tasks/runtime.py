@@ -231,17 +231,18 @@ class RunningTask:
     ) -> bool:
         """Progress with the creating request's token (valid for the task's whole life);
         False when there is no token, no live session, or ``progress`` did not grow. A
-        ``message`` also becomes the task's status message (what ``tasks/get`` shows)."""
-        token = self.progress_token
-        if token is None or (self._last_progress is not None and progress <= self._last_progress):
-            return False
-        target = self._target()
-        if target is None:
+        ``message`` also becomes the task's status message (what ``tasks/get`` shows),
+        token or not."""
+        if self._last_progress is not None and progress <= self._last_progress:
             return False
         self._last_progress = progress
         if message is not None:
             # The requestor polling tasks/get sees the latest progress message too.
             await self.set_status(self._status, message)
+        token = self.progress_token
+        target = self._target()
+        if token is None or target is None:
+            return False
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
