@@ -25,6 +25,7 @@ import wave
 import zlib
 from typing import Any
 
+import everything_tasks
 import trio
 
 from mcpactor import Audio, Context, Image, Server, ToolError
@@ -435,6 +436,12 @@ async def complete(ref: Any, argument: Any, context: Any) -> list[str]:
     else:
         return []
     return [option for option in options if option.startswith(argument.value)]
+
+
+# --------------------------------------------------------------------------- tasks and skills
+
+# Tools that run as tasks (2025-11-25 tasks; the tasks scenarios' fixtures).
+everything_tasks.register(server)
 
 
 # --------------------------------------------------------------------------- main

@@ -1,0 +1,74 @@
+"""Tools that run as tasks, for the everything server (examples/everything_server.py).
+
+Their names and arguments are the fixtures the conformance suite's tasks scenarios
+name (``greet``, ``slow_compute``, ``failing_job``, ``protocol_error_job``,
+``confirm_delete``, ``multi_input``). On 2025-11-25 they are tasks of that revision
+(``@server.tool(task=...)``, ``tasks/get``, ``tasks/result``...); the same functions
+serve the 2026-07-28 tasks extension once it maps onto the task runtime.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from mcpactor import Context, Server, ToolError
+from mcpactor.protocol.errors import InternalError
+
+_CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}},
+            "required": ["confirm"]}
+
+
+def register(server: Server) -> None:
+    """Add the task tools to ``server``."""
+
+    @server.tool()
+    async def greet(name: str) -> str:
+        """Say hello (never a task)."""
+        return f"Hello, {name}!"
+
+    @server.tool(task="optional")
+    async def slow_compute(seconds: float, ctx: Context, label: str = "") -> str:
+        """Sleep ``seconds``, reporting progress every second, then answer."""
+        whole = int(seconds)
+        for i in range(whole):
+            await ctx.report_progress(i, whole, f"{label or 'computing'}: {i} of {whole} s")
+            await trio.sleep(1)
+        await trio.sleep(seconds - whole)
+        return f"Computed {label or 'result'} after {seconds:g} s"
+
+    @server.tool(task="required")
+    async def failing_job() -> str:
+        """Fail after about a second: a tool execution error (``isError``)."""
+        await trio.sleep(1)
+        raise ToolError("failing_job failed on purpose")
+
+    @server.tool(task="optional")
+    async def protocol_error_job() -> str:
+        """Fail with a protocol (JSON-RPC) error rather than a tool error."""
+        await trio.sleep(0.1)
+        raise InternalError("protocol_error_job raised a protocol error on purpose")
+
+    @server.tool(task="optional")
+    async def confirm_delete(ctx: Context, path: str = "/tmp/example.txt") -> str:
+        """Ask the user to confirm, then (pretend to) delete ``path``."""
+        answer = await ctx.elicit(f"Delete {path}?", _CONFIRM)
+        confirmed = answer.action == "accept" and bool((answer.content or {}).get("confirm"))
+        return f"Deleted {path}" if confirmed else f"Kept {path}"
+
+    @server.tool(task="optional")
+    async def multi_input(ctx: Context) -> str:
+        """Ask two questions at once; answer with both replies."""
+        replies: dict[str, Any] = {}
+
+        async def ask(key: str, question: str) -> None:
+            schema = {"type": "object", "properties": {key: {"type": "string"}},
+                      "required": [key]}
+            answer = await ctx.elicit(question, schema)
+            replies[key] = (answer.content or {}).get(key) if answer.action == "accept" else None
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "first", "First answer?")
+            nursery.start_soon(ask, "second", "Second answer?")
+        return f"first={replies['first']}, second={replies['second']}"
