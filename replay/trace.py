@@ -280,7 +280,11 @@ def _check_ends(name: str, events: list[Event], truncations: list[Any]) -> None:
             open_[ev.session] = ev.seq
         elif ev.kind == "session_closed" and ev.session is not None:
             open_.pop(ev.session, None)
-    if open_ or events[-1].kind != "session_closed":
+    # A task may outlive its session (and the recording): its events (actor "task:ID")
+    # may follow the last session_closed, and one still running at the end is no cut.
+    last_session = next((ev for ev in reversed(events)
+                         if not (ev.actor or "").startswith("task:")), events[-1])
+    if open_ or last_session.kind != "session_closed":
         last = events[-1].seq
         raise TraceError(
             f"{name}: truncated: the trace ends at event #{last} without its session_closed "

@@ -31,6 +31,7 @@ from mcpactor.entrypoint import load_entry_point  # noqa: E402
 from mcpactor.tracing import Recorder, TraceHeader  # noqa: E402
 
 ENTRY_POINT = "servers/race_server.py:server"
+TASK_ENTRY_POINT = "servers/task_race_server.py:server"
 SAMPLING = {"sampling": {}}
 
 Events = list[dict[str, Any]]
@@ -43,6 +44,8 @@ class Scenario:
     script: Callable[[Peer], Awaitable[None]]
     check: Callable[[Events], bool]
     doc: str
+    #: The server it drives (relative to traces/).
+    entry: str = ENTRY_POINT
 
 
 def kinds(events: Events, kind: str) -> Events:
@@ -235,6 +238,49 @@ def check_slow_progress(ev: Events) -> bool:
     return ev[-1]["t"] >= 10.0
 
 
+async def _task_cancel_race(peer: Peer) -> None:
+    """A task whose work ends a few steps after t=1 and a tasks/cancel sent at t=1
+    (2025-11-25); then the task's state and its result."""
+    await peer.request(0, "initialize", {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "race-peer", "version": "1.0"}})
+    await peer.until(rid=0)
+    await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    # Two steps after its sleep: about as many as the cancellation takes to get in.
+    await peer.request(1, "tools/call", {"name": "finish_soon",
+                                         "arguments": {"seconds": 1.0, "steps": 2},
+                                         "task": {"ttl": 60000}})
+    created = await peer.until(rid=1)
+    task_id = created["result"]["task"]["taskId"]
+    await trio.sleep(1.0)  # the very instant the task's work ends
+    await peer.request(2, "tasks/cancel", {"taskId": task_id})
+    await peer.until(rid=2)
+    await peer.request(3, "tasks/get", {"taskId": task_id})
+    await peer.until(rid=3)
+    await peer.request(4, "tasks/result", {"taskId": task_id})
+    await peer.until(rid=4)
+
+
+def _task_outcome(ev: Events) -> str | None:
+    finished = [e for e in ev if e["kind"] == "task_finished"]
+    return finished[0]["outcome"] if len(finished) == 1 else None
+
+
+def check_task_cancel_wins(ev: Events) -> bool:
+    """The cancellation got to the task before its work ended: cancelled at its next
+    step, the task stays cancelled."""
+    cancel = answers(ev, 2)
+    return (_task_outcome(ev) == "cancelled" and bool(cancel)
+            and cancel[0].get("result", {}).get("status") == "cancelled")
+
+
+def check_task_completion_wins(ev: Events) -> bool:
+    """The task completed first: the cancellation is refused (-32602)."""
+    cancel = answers(ev, 2)
+    return (_task_outcome(ev) == "completed" and bool(cancel)
+            and cancel[0].get("error", {}).get("code") == -32602)
+
+
 SCENARIOS: dict[str, Scenario] = {
     "late_cancel": Scenario(late_cancel, check_late_cancel,
                             "a cancellation arriving after the response was sent"),
@@ -260,6 +306,14 @@ SCENARIOS: dict[str, Scenario] = {
                               "check-then-act across an await: the balance goes negative"),
     "slow_progress": Scenario(slow_progress, check_slow_progress,
                               "ten seconds of sleeps with progress (replay speed)"),
+    "task_cancel_wins": Scenario(
+        _task_cancel_race, check_task_cancel_wins,
+        "tasks/cancel and a task's completion at one instant: the cancel wins",
+        TASK_ENTRY_POINT),
+    "task_completion_wins": Scenario(
+        _task_cancel_race, check_task_completion_wins,
+        "tasks/cancel and a task's completion at one instant: the completion wins",
+        TASK_ENTRY_POINT),
 }
 
 
@@ -345,7 +399,7 @@ def _events(path: Path) -> Events:
 
 async def _session(scenario: Scenario, path: Path, seed: int, name: str, entry: str) -> None:
     # A fresh module per recording: module state (the bank) starts as the replay's does.
-    server = load_entry_point(f"{HERE / ENTRY_POINT.partition(':')[0]}:server")
+    server = load_entry_point(f"{HERE / scenario.entry.partition(':')[0]}:server")
     transport, peer = peer_pair()
     recorder = _recorder(path, "server", entry, seed)
     async with recorder.recording(), trio.open_nursery() as nursery:
@@ -362,10 +416,11 @@ def run_once(name: str, seed: int, path: Path) -> Events:
         return _run_client_once(name, seed, path)
     # Relative to the trace file inside traces/ (the corpus moves with the checkout);
     # absolute for traces written elsewhere (tests).
-    entry = ENTRY_POINT
+    scenario = SCENARIOS[name]
+    entry = scenario.entry
     if path.resolve().parent != HERE:
-        entry = f"{HERE / ENTRY_POINT.partition(':')[0]}:server"
-    trio.run(_session, SCENARIOS[name], path, seed, name, entry,
+        entry = f"{HERE / scenario.entry.partition(':')[0]}:server"
+    trio.run(_session, scenario, path, seed, name, entry,
              clock=trio.testing.MockClock(autojump_threshold=0))
     return _events(path)
 

@@ -60,7 +60,7 @@ from mcpactor.session.limits import Limits
 from mcpactor.session.tracker import ProgressCallback, RequestTracker, Timeout, Waiter
 from mcpactor.session.writer import WriterActor
 from mcpactor.tracing import entropy
-from mcpactor.tracing.tasks import TRACK, current_node, spawn_root
+from mcpactor.tracing.tasks import TRACK, current_node, spawn_root, untracked
 from mcpactor.tracing.tracer import Compact, Tracer
 from mcpactor.transports.base import (
     Oversize,
@@ -215,7 +215,11 @@ class Session(WriterActor):
             await self._end_inline()
             self._shutdown_waiters()
             self.connection.close()
-            await aclose_quietly(self.transport)
+            # Closing the transport is the transport's business: its steps are not the
+            # session's (a replay's transport closes in none), so they are not recorded;
+            # otherwise whatever runs on after the session (a task) would wait for them.
+            with untracked():
+                await aclose_quietly(self.transport)
             self._emit("supervisor", "session_closed", {"reason": self.close_reason})
             if self.tracer is not None:
                 self.tracer.session_closed(self.id)

@@ -401,11 +401,18 @@ class TaskRuntime:
                 finally:
                     limiter.release_on_behalf_of(running)
         except trio.Cancelled:
-            # The Trio run is ending (the server stops): record why, then go.
-            with _bounded_shield():
-                await self._finish(running, Outcome(
-                    error=InternalError("the task's process stopped before it finished"),
-                    message="the server stopped before the task finished"))
+            # The Trio run is ending (the server stops): record why, then go. A system
+            # task must not raise anything else: it would crash the whole run.
+            try:
+                with _bounded_shield():
+                    await self._finish(running, Outcome(
+                        error=InternalError("the task's process stopped before it finished"),
+                        message="the server stopped before the task finished"))
+            except Exception:
+                log.exception("task %s: recording its end failed", task_id)
+            finally:
+                self._running.pop(task_id, None)
+                running.done.set()
             raise
         except Exception as exc:  # the work's own bug: the task fails, the process lives
             log.exception("task %s (%s) failed", task_id, running.method)
@@ -423,6 +430,8 @@ class TaskRuntime:
                 return
             assert outcome is not None
             await self._finish(running, outcome)
+        except Exception:
+            log.exception("task %s: recording its end failed", task_id)
         finally:
             self._running.pop(task_id, None)
             running.done.set()
@@ -487,12 +496,15 @@ class TaskRuntime:
         and its worker (if here) is cancelled at its next checkpoint. A terminal task:
         -32602."""
         record = await self.get(task_id, requester)
+        running = self._running.get(task_id)
+        by = running.creator if running is not None else session
         if record.terminal:
+            if by is not None:
+                self._traced(by, task_id, "task_cancel_requested",
+                             {"applied": False, "status": record.status})
             raise InvalidParams(
                 f"Cannot cancel task: already in terminal status '{record.status}'",
                 data={"taskId": task_id, "status": record.status})
-        running = self._running.get(task_id)
-        by = running.creator if running is not None else session
         new, changed = await self.store.transition(
             task_id, status="cancelled", status_message="The task was cancelled by request.")
         if by is not None:

@@ -30,6 +30,7 @@ import os
 import struct
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -101,6 +102,10 @@ class _MemoryStream:
         pass
 
 
+#: How many closed session files a per-session recording remembers (see ``_closed``).
+_CLOSED_MEMORY = 65536
+
+
 def _open_file(name: str) -> IO[bytes]:
     return open(name, "wb")
 
@@ -125,6 +130,10 @@ class SinkCore:
         #: hold up to their last complete line, and go on from there.
         self.resume = bool(spec.get("resume"))
         self._files: dict[str, _File] = {}
+        #: Sessions whose files were closed, newest last (bounded): records that still
+        #: come for one (a task's worker outliving its session) are appended to its
+        #: file, which is never begun again.
+        self._closed: OrderedDict[str, None] = OrderedDict()
         #: task id -> session id, from the schedule's ``new`` names; task id -> name.
         self._task_session: dict[int, str] = {}
         self._names: dict[int, str] = {}
@@ -169,7 +178,7 @@ class SinkCore:
         f = self._files.get(sid)
         if f is None:
             name = os.path.join(self.path, f"{sid}.jsonl")
-            if self.resume and os.path.exists(name):
+            if (self.resume or sid in self._closed) and os.path.exists(name):
                 stream, last = _reopen(name)
                 f = self._files[sid] = _File(stream, name, None, last)
                 return f
@@ -297,10 +306,14 @@ class SinkCore:
             self._whole = self._new_segment(f)
 
     def session_closed(self, sid: str) -> None:
-        """``sid`` ended: its file (per-session recordings) is complete."""
+        """``sid`` ended: its file (per-session recordings) is complete, unless tasks
+        it started go on (then their records are appended to it)."""
         f = self._files.pop(sid, None)
         if f is not None:
             f.close()
+            self._closed[sid] = None
+            if len(self._closed) > _CLOSED_MEMORY:
+                self._closed.popitem(last=False)
 
     def close(self) -> None:
         """Close every file."""

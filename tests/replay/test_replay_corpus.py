@@ -130,6 +130,36 @@ def _client_side_timeout_same_instant(ev: Events) -> None:
     assert calls[-1]["params"]["arguments"] == {"seconds": 0.0}
 
 
+def _task_events(ev: Events, kind: str) -> Events:
+    return [e for e in kinds(ev, kind) if str(e.get("actor", "")).startswith("task:")]
+
+
+def _task_cancel_wins(ev: Events) -> None:
+    [created] = _task_events(ev, "task_created")
+    [requested] = _task_events(ev, "task_cancel_requested")
+    [finished] = _task_events(ev, "task_finished")
+    # The cancellation reached the task before its work ended: it stays cancelled.
+    assert requested["applied"] is True and finished["outcome"] == "cancelled"
+    assert created["seq"] < requested["seq"] < finished["seq"] and finished["t"] == 1.0
+    assert answers(ev, 2)[0]["result"]["status"] == "cancelled"
+    assert answers(ev, 3)[0]["result"]["status"] == "cancelled"
+    error = answers(ev, 4)[0]["error"]
+    assert error["code"] == -32603 and "was cancelled" in error["message"]
+
+
+def _task_completion_wins(ev: Events) -> None:
+    [finished] = _task_events(ev, "task_finished")
+    [requested] = _task_events(ev, "task_cancel_requested")
+    # The work ended first: the cancellation is refused, the result stands.
+    assert finished["outcome"] == "completed" and finished["seq"] < requested["seq"]
+    assert requested["applied"] is False and requested["status"] == "completed"
+    error = answers(ev, 2)[0]["error"]
+    assert error["code"] == -32602 and "terminal status 'completed'" in error["message"]
+    assert answers(ev, 3)[0]["result"]["status"] == "completed"
+    result = answers(ev, 4)[0]["result"]
+    assert result["content"][0]["text"] == "finished after 1.0"
+
+
 OUTCOMES: dict[str, Callable[[Events], None]] = {
     "late_cancel": _late_cancel,
     "cancel_before_start": _cancel_before_start,
@@ -145,16 +175,21 @@ OUTCOMES: dict[str, Callable[[Events], None]] = {
     "slow_progress": _slow_progress,
     "client_side_first_done_first": _client_side_first_done_first,
     "client_side_timeout_same_instant": _client_side_timeout_same_instant,
+    "task_cancel_wins": _task_cancel_wins,
+    "task_completion_wins": _task_completion_wins,
 }
+
+#: Races recorded after trace format version 2 have no version-1 copy.
+V1 = {p.stem for p in (TRACES / "v1").glob("*.jsonl")}
 
 
 def test_every_corpus_trace_has_an_outcome_check() -> None:
     assert {p.stem for p in TRACES.glob("*.jsonl")} == set(OUTCOMES)
-    assert {p.stem for p in (TRACES / "v1").glob("*.jsonl")} == set(OUTCOMES)
+    assert V1 <= set(OUTCOMES) and not V1 & {"task_cancel_wins", "task_completion_wins"}
 
 
-@pytest.mark.parametrize("version", ["", "v1"])
-@pytest.mark.parametrize("name", sorted(OUTCOMES))
+@pytest.mark.parametrize(("name", "version"),
+                         [(n, "") for n in sorted(OUTCOMES)] + [(n, "v1") for n in sorted(V1)])
 def test_corpus_trace_replays_exactly_with_its_recorded_outcome(name: str, version: str) -> None:
     logging.disable(logging.CRITICAL)  # the crash scenario logs its traceback by design
     try:
