@@ -23,6 +23,7 @@ import json
 import struct
 import wave
 import zlib
+from pathlib import Path
 from typing import Any
 
 import everything_tasks
@@ -442,6 +443,8 @@ async def complete(ref: Any, argument: Any, context: Any) -> list[str]:
 
 # Tools that run as tasks (2025-11-25 tasks; the tasks scenarios' fixtures).
 everything_tasks.register(server)
+# Agent Skills from examples/skills (the skills extension, SEP-2640).
+server.add_skills(Path(__file__).resolve().parent / "skills")
 
 
 # --------------------------------------------------------------------------- main

@@ -430,6 +430,24 @@ class Client:
         """Stop updates about ``uri``."""
         await self.request("resources/unsubscribe", {"uri": uri}, **kw)
 
+    async def list_skills(self, cursor: str | None = None, **kw: Any) -> t.ListSkillsResult:
+        """One page of the server's Agent Skills (the skills extension, SEP-2640): entries
+        of ``uri``, ``frontmatter`` and ``resources`` (read the files with
+        :meth:`read_resource`, and check each against its ``digest``)."""
+        return await self.request("skills/list", _page(cursor), **kw)
+
+    async def get_skill(self, uri: str, **kw: Any) -> t.GetSkillResult:
+        """One skill's entry, by the URI of its ``SKILL.md``."""
+        return await self.request("skills/get", {"uri": uri}, **kw)
+
+    async def read_directory(self, uri: str, cursor: str | None = None,
+                             **kw: Any) -> t.ReadDirectoryResult:
+        """A skill directory's children (``resources/directory/read``)."""
+        params: dict[str, Any] = {"uri": uri}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return await self.request("resources/directory/read", params, **kw)
+
     async def list_prompts(self, cursor: str | None = None, **kw: Any) -> t.ListPromptsResult:
         """One page of prompts."""
         return await self.request("prompts/list", _page(cursor), **kw)

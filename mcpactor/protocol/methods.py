@@ -274,13 +274,37 @@ _SPECS = [
         "tasks/cancel", t.TaskIdParams, t.Task, "both", ("tasks", "cancel"), since="2025-11-25"
     ),
     _notification("notifications/tasks/status", t.Task, "both", ("tasks",), since="2025-11-25"),
+    # The skills extension (SEP-2640): offered by a server that declares it under
+    # capabilities.extensions; directory reads only with its directoryRead flag.
+    _request(
+        "skills/list",
+        t.ListSkillsRequestParams,
+        t.ListSkillsResult,
+        "client_to_server",
+        ("extensions", t.SKILLS_EXTENSION),
+    ),
+    _request(
+        "skills/get",
+        t.GetSkillRequestParams,
+        t.GetSkillResult,
+        "client_to_server",
+        ("extensions", t.SKILLS_EXTENSION),
+    ),
+    _request(
+        "resources/directory/read",
+        t.ReadDirectoryRequestParams,
+        t.ReadDirectoryResult,
+        "client_to_server",
+        ("extensions", t.SKILLS_EXTENSION, "directoryRead"),
+    ),
 ]
 
-#: Every method of 2025-11-25 plus ``resources/metadata``, by name.
+#: Every method of 2025-11-25 plus the extensions' (``resources/metadata``, skills), by name.
 METHODS: dict[str, MethodSpec] = {spec.method: spec for spec in _SPECS}
 
 #: Methods that are not part of a released protocol revision.
-EXTENSION_METHODS: frozenset[str] = frozenset({"resources/metadata"})
+EXTENSION_METHODS: frozenset[str] = frozenset(
+    {"resources/metadata", "skills/list", "skills/get", "resources/directory/read"})
 
 #: First version in which a capability can be declared. A capability gate in
 #: ``MethodSpec.capability`` only applies from this version on; before it the method

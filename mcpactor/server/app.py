@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import signal
 import sys
 from collections.abc import (
@@ -25,12 +26,14 @@ from mcpactor.protocol.connection import Connection
 from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import CapabilityNotSupported
 from mcpactor.protocol.lifecycle import Role, State
+from mcpactor.server import skills as server_skills
 from mcpactor.server import tasks as server_tasks
 from mcpactor.server.content import _CONTENT_TYPES
 from mcpactor.server.context import Context, session_state
 from mcpactor.server.registry import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
 from mcpactor.server.schema import build_signature, validate_tool_name
 from mcpactor.server.schema.prompts import build_prompt_signature
+from mcpactor.server.skills import SkillCatalog, SkillError
 from mcpactor.server.uri_template import UriTemplate
 from mcpactor.session.groups import plain_errors
 from mcpactor.session.session import Limits, Session
@@ -215,6 +218,8 @@ class Server:
         #: Runs this server's tasks (tools called as tasks), shared by all its sessions:
         #: a task outlives the session that created it.
         self.task_runtime = TaskRuntime(tasks)
+        #: Folders of Agent Skills served by the skills extension (:meth:`add_skills`).
+        self.skill_catalogs: list[SkillCatalog] = []
 
     # -- capabilities ---------------------------------------------------------------
 
@@ -232,6 +237,11 @@ class Server:
         tasks = server_tasks.capability(self)
         if tasks is not None:
             caps["tasks"] = tasks
+        skills = server_skills.capability(self)
+        if skills is not None:
+            # Skill files are read as resources: the extension needs that capability.
+            caps.setdefault("resources", {"subscribe": True, "listChanged": True})
+            caps["extensions"] = {server_skills.SKILLS_EXTENSION: skills}
         for feature, value in self.declared_capabilities.items():
             derived = caps.get(feature)
             if isinstance(derived, dict) and isinstance(value, dict):
@@ -528,6 +538,34 @@ class Server:
             return fn
 
         return register
+
+    def add_skills(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        directory_read: bool = True,
+        cache_ttl: float = 0.0,
+        cache_scope: str = "private",
+    ) -> SkillCatalog:
+        """Serve the Agent Skills in a folder (the skills extension, SEP-2640): each
+        folder below ``path`` with a ``SKILL.md`` (front matter with ``name`` and
+        ``description``; the folder named as the skill) is a skill, or ``path`` is one
+        skill's folder. Clients list them (``skills/list``, ``skills/get``) and read
+        their files as ``skill://`` resources; ``directory_read`` also answers
+        ``resources/directory/read``; ``cache_ttl`` (seconds) and ``cache_scope``
+        (``private``/``public``) say how long clients may keep the lists. A skill that
+        cannot be served is a :class:`~mcpactor.server.skills.SkillError` naming the
+        file. See ``docs/skills.md``."""
+        catalog = SkillCatalog(path, directory_read=directory_read, cache_ttl=cache_ttl,
+                               cache_scope=cache_scope)
+        taken = {s.uri for c in self.skill_catalogs for s in c.skills}
+        clash = sorted(taken.intersection(s.uri for s in catalog.skills))
+        if clash:
+            raise SkillError(f"add_skills({str(path)!r}): {', '.join(clash)} already served "
+                             "by a folder added before")
+        self.skill_catalogs.append(catalog)
+        server_skills.install(self)
+        return catalog
 
     def method(self, name: str) -> Callable[[F], F]:
         """Register a handler for a custom (non-MCP) request method: ``f(params, ctx)``."""

@@ -25,6 +25,7 @@ from mcpactor.protocol.errors import (
 )
 from mcpactor.protocol.json_schema import first_error
 from mcpactor.protocol.versions import resource_not_found_code
+from mcpactor.server import skills as server_skills
 from mcpactor.server import tasks as server_tasks
 from mcpactor.server.compat import downgrade_content, downgrade_tool_result
 from mcpactor.server.content import _CONTENT_TYPES, resource_contents, to_content, to_json_text
@@ -194,6 +195,8 @@ class ServerHandler:
     async def list_resources(self, rc: RequestContext) -> t.ListResourcesResult:
         """``resources/list``, paginated."""
         items = [e.resource for e in self.server.resources.values()]
+        if self.server.skill_catalogs:
+            items += server_skills.list_resources(self.server)
         page, nxt = paginate(items, _cursor(rc), self.server.page_size)
         return t.ListResourcesResult(resources=page, next_cursor=nxt)
 
@@ -226,6 +229,10 @@ class ServerHandler:
         collection rules: a non-collection returns only the URI asked for."""
         params: t.ReadResourceRequestParams = rc.params
         uri = params.uri
+        if self.server.skill_catalogs and uri.startswith(server_skills.SCHEME):
+            skill_file = server_skills.read(self.server, uri)
+            if skill_file is not None:
+                return skill_file
         version = rc.session.connection.protocol_version
         resource, fn, is_async, kwargs, ctx_param = self._find(uri, version, rc.method)
         if ctx_param is not None:

@@ -1,4 +1,4 @@
-"""Every MCP schema type (2024-11-05 through 2025-11-25, tasks included, plus SEP-2093) as a frozen attrs class.
+"""Every MCP schema type (2024-11-05 through 2025-11-25, tasks included, plus SEP-2093 and the skills extension) as a frozen attrs class.
 
 Import from here, not from the feature modules: ``from mcpactor.protocol.types import Tool``.
 Turn them into wire data and back with :mod:`mcpactor.protocol.convert`.
@@ -104,6 +104,15 @@ from .sampling import (
     SamplingMessage,
     ToolChoice,
 )
+from .skills import (
+    SKILLS_EXTENSION,
+    GetSkillRequestParams,
+    GetSkillResult,
+    ListSkillsRequestParams,
+    ListSkillsResult,
+    ReadDirectoryRequestParams,
+    ReadDirectoryResult,
+)
 from .tasks import (
     MODEL_IMMEDIATE_RESPONSE,
     RELATED_TASK,
@@ -134,6 +143,7 @@ __all__ = [
     "LOGGING_LEVELS",
     "MODEL_IMMEDIATE_RESPONSE",
     "RELATED_TASK",
+    "SKILLS_EXTENSION",
     "TERMINAL_STATUSES",
     "Annotations",
     "AudioContent",
@@ -164,6 +174,8 @@ __all__ = [
     "EmptyResult",
     "GetPromptRequestParams",
     "GetPromptResult",
+    "GetSkillRequestParams",
+    "GetSkillResult",
     "Icon",
     "ImageContent",
     "Implementation",
@@ -175,6 +187,8 @@ __all__ = [
     "ListResourceTemplatesResult",
     "ListResourcesResult",
     "ListRootsResult",
+    "ListSkillsRequestParams",
+    "ListSkillsResult",
     "ListTasksResult",
     "ListToolsResult",
     "LoggingLevel",
@@ -190,6 +204,8 @@ __all__ = [
     "PromptMessage",
     "PromptReference",
     "PromptsCapability",
+    "ReadDirectoryRequestParams",
+    "ReadDirectoryResult",
     "ReadResourceMetadataRequestParams",
     "ReadResourceMetadataResult",
     "ReadResourceRequestParams",
