@@ -287,3 +287,34 @@ async def test_input_waits_for_the_requestor_to_come_back(mod: Any) -> None:
         again = await second.task(task_id, tool="ask_name")
         with trio.fail_after(5):
             assert (await again.result()).content[0].text == "hello bob"  # type: ignore[union-attr]
+
+
+class _Token:
+    """What the resource server leaves on a session: a validated access token."""
+
+    def __init__(self, subject: str) -> None:
+        self.subject = subject
+        self.client_id = "c"
+
+
+async def test_tasks_are_bound_to_the_authorization_context(mod: Any) -> None:
+    def authorize(subject: str) -> None:
+        # The newest session is the one just opened; tokens as the HTTP layer binds them.
+        *_, session = mod.server.sessions
+        session.attributes["auth"] = _Token(subject)
+
+    async with open_client(mod.server) as alice:
+        authorize("alice")
+        handle = await alice.call_tool_task("slow", {"n": 1, "delay": 0})
+        await handle.wait()
+        async with open_client(mod.server) as mallory:
+            authorize("mallory")
+            for call in (mallory.get_task, mallory.cancel_task):
+                with pytest.raises(RequestError) as hidden:
+                    await call(handle.task_id)
+                assert hidden.value.code == -32602 and "not found" in hidden.value.message
+            assert (await mallory.list_tasks()).tasks == []
+        async with open_client(mod.server) as again:
+            authorize("alice")  # the same subject on another session sees its tasks
+            assert [x.task_id for x in (await again.list_tasks()).tasks] == [handle.task_id]
+            assert (await again.get_task(handle.task_id)).status == "completed"
