@@ -283,6 +283,17 @@ TOOL_CALLS: dict[str, tuple[dict[str, Any] | None, Any]] = {
         {"name": "Ada", "address": {"street": "1 Main St", "city": "Springfield"}},
         _check_schema_tool,
     ),
+    # Task tools (examples/everything_tasks.py): the SDK has no 2025-11-25 tasks, so an
+    # optional one answers as a plain call.
+    "greet": ({"name": "SDK"}, _expect_single_text("Hello, SDK!")),
+    "slow_compute": ({"seconds": 0, "label": "x"}, _expect_single_text("Computed x after 0 s")),
+}
+
+#: Tools that answer a plain call with a JSON-RPC error on purpose: a tool that must be
+#: called as a task (-32601, as the tasks page says), one raising a protocol error.
+TOOL_ERRORS: dict[str, int] = {
+    "failing_job": types.METHOD_NOT_FOUND,
+    "protocol_error_job": types.INTERNAL_ERROR,
 }
 
 
@@ -297,6 +308,12 @@ async def test_list_and_call_every_tool() -> None:
             _check_tool_listing(listing.tools)
             for tool in listing.tools:
                 args, check = TOOL_CALLS.get(tool.name, ({}, None))
+                if tool.name in TOOL_ERRORS:
+                    with pytest.raises(MCPError) as info:
+                        await session.call_tool(tool.name, args)
+                    if info.value.error.code != TOOL_ERRORS[tool.name]:
+                        failures.append(f"{tool.name}: {info.value.error!r}")
+                    continue
                 try:
                     result = await session.call_tool(tool.name, args)
                     if check is not None:
