@@ -137,14 +137,21 @@ def _scaleout_options(args: argparse.Namespace) -> dict[str, object]:
         if args.stateless:
             raise CliError("--redis shares sessions, and --stateless has none: use one of them")
         options["redis"] = args.redis
-        if args.redis_prefix is not None:
+        if args.redis_prefix is not None or args.worker_timeout is not None:
             from mcpactor.scaleout.cluster import ClusterOptions
 
             idle = args.session_timeout if args.session_timeout is not None else 1800.0
-            options["scaleout"] = ClusterOptions(prefix=args.redis_prefix,
-                                                 session_ttl=idle + 60.0)
-    elif args.redis_prefix is not None:
-        raise CliError("--redis-prefix needs --redis URL")
+            tuned: dict[str, object] = {"session_ttl": idle + 60.0}
+            if args.redis_prefix is not None:
+                tuned["prefix"] = args.redis_prefix
+            if args.worker_timeout is not None:
+                if not args.worker_timeout > 0:
+                    raise CliError("--worker-timeout must be a positive number of seconds")
+                tuned["worker_ttl"] = args.worker_timeout
+                tuned["heartbeat"] = args.worker_timeout / 3
+            options["scaleout"] = ClusterOptions(**tuned)  # type: ignore[arg-type]
+    elif args.redis_prefix is not None or args.worker_timeout is not None:
+        raise CliError("--redis-prefix and --worker-timeout need --redis URL")
     key = state_key(args.state_key)
     if key is not None:
         try:
@@ -390,6 +397,9 @@ def build_parser() -> argparse.ArgumentParser:
     scale.add_argument("--redis-prefix", metavar="PREFIX",
                        help="start every Redis key with this (default mcpactor:); "
                        "deployments sharing one Redis need different ones")
+    scale.add_argument("--worker-timeout", type=float, metavar="SECONDS",
+                       help="with --redis: a worker silent this long counts as stopped and "
+                       "its sessions move to the next worker they reach (default 3)")
     scale.add_argument("--state-key", metavar="KEY",
                        help="key signing state clients carry between workers (default: "
                        "$MCPACTOR_STATE_KEY; with --workers, a random one shared by them)")

@@ -195,34 +195,49 @@ class Cluster:
 
     async def _heartbeat(self) -> None:
         o = self.options
-        last_ok = trio.current_time()
+        failed = False
         while True:
             try:
                 await self.state.set(self._key("w", self.id), b"1", ttl=o.worker_ttl)
             except SharedStateError as exc:
                 self._failed(exc)
+                failed = True
             else:
-                now = trio.current_time()
-                if now - last_ok > o.worker_ttl:
-                    # Others may have counted us stopped and taken sessions over.
-                    await self._check_ownership()
-                last_ok = now
+                if failed:
+                    # The store is back. Another worker may have counted this one
+                    # stopped and taken sessions over; or the store lost its data (a
+                    # restart without persistence): say again what this worker owns.
+                    failed = not await self._check_ownership()
+                    self._down_until = -math.inf
             await trio.sleep(o.heartbeat)
 
-    async def _check_ownership(self) -> None:
+    async def _check_ownership(self) -> bool:
+        """Close the local copies of sessions another worker took over, register again
+        those the store forgot; False if the store failed meanwhile."""
         assert self.app is not None
+        mine = self.id.encode()
         for sid, hs in list(self.app.sessions.items()):
             try:
                 owner = await self.state.get(self._key("o", sid))
+                if owner is None:
+                    snap = self._snapshots.get(sid)
+                    if snap is not None:
+                        await self.state.set(self._key("s", sid), _json(snap),
+                                             ttl=self.options.session_ttl)
+                    await self.state.set(self._key("o", sid), mine,
+                                         ttl=self.options.session_ttl, only_if_absent=True)
+                    continue
             except SharedStateError:
-                return
-            if owner != self.id.encode() and hs.session is not None:
+                return False
+            if owner != mine and hs.session is not None:
                 log.warning("session %s was taken over by worker %r while this worker "
                             "could not reach %s: closing its copy here", sid,
                             (owner or b"").decode(), self.state.name)
                 self._lost.add(sid)
                 self.app.sessions.pop(sid, None)
                 hs.session.close("taken over by another worker")
+        log.info("shared state at %s reachable again", self.state.name)
+        return True
 
     async def _refresh_sessions(self) -> None:
         o = self.options
