@@ -493,11 +493,9 @@ class Cluster:
                                   [(b"retry-after", b"1")])
             return True
         try:
-            if not await self.take_over(sid, owner):
-                await asgi.send_error(send, HttpError(503, "Service Unavailable: the session "
-                                                      "is changing workers; retry"),
-                                      [(b"retry-after", b"1")])
-                return True
+            # Taken over here, or by another worker first (then the request is served
+            # below by routing it again: relayed to that worker).
+            await self.take_over(sid, owner)
         except SharedStateError as exc:
             await self._unavailable(send, exc)
             return True
