@@ -210,7 +210,16 @@ async def test_owner_killed_mid_stream_resumes_on_another_worker(
             # each, in order: nothing lost, nothing repeated.
             assert progress[:3] == [1, 2, 3]
             assert progress == [float(i) for i in range(1, len(progress) + 1)], progress
-            new_owner = int(_text(await s.call_tool("whoami", {})))
+            # A POST relayed to the dead owner just before the takeover is refused (503,
+            # outcome unknown), never run twice: the session itself goes on.
+            for attempt in range(3):
+                try:
+                    new_owner = int(_text(await s.call_tool("whoami", {})))
+                    break
+                except MCPError:
+                    if attempt == 2:
+                        raise
+                    await trio.sleep(1)
             assert new_owner != owner and new_owner in d.pids()
 
 
