@@ -26,6 +26,7 @@ typecheck: setup
 
 unit: setup
 	scripts/npm-interop.sh install
+	scripts/scaleout-deps.sh install
 	$(BIN)/python -m pytest -q
 
 # The official conformance suite (@modelcontextprotocol/conformance): server mode

@@ -202,6 +202,10 @@ class Server:
         self.prompts: dict[str, PromptEntry] = {}
         self.completion_handler: Callable[..., Any] | None = None
         self.roots_changed_handler: Callable[..., Any] | None = None
+        #: Scale-out: hands every broadcast notification to all the workers, each of
+        #: which delivers it to its own sessions (:meth:`deliver_broadcast`); None: this
+        #: process's sessions only.
+        self.fanout: Callable[[str, Any], Awaitable[None]] | None = None
         #: The initialized sessions, in the order they started (an ordered set: a
         #: broadcast reaches them in the same order every run, and every replay).
         self.sessions: SessionSet = SessionSet()
@@ -521,9 +525,19 @@ class Server:
 
     # -- notifications to every session --------------------------------------------------
 
-    async def _broadcast(
-        self, method: str, params: Any = None, only: list[Session] | None = None
-    ) -> None:
+    async def _broadcast(self, method: str, params: Any = None) -> None:
+        if self.fanout is not None:
+            await self.fanout(method, params)
+            return
+        await self.deliver_broadcast(method, params)
+
+    async def deliver_broadcast(self, method: str, params: Any = None) -> None:
+        """Send a notification to this process's sessions that should hear it (a
+        resource's update: those subscribed to it)."""
+        only: list[Session] | None = None
+        if method == "notifications/resources/updated":
+            uri = (params or {}).get("uri")
+            only = [s for s in self.sessions if uri in session_state(s).subscriptions]
         for session in list(only if only is not None else self.sessions):
             if session.closed.is_set() or not session.initialized.is_set():
                 continue
@@ -563,8 +577,7 @@ class Server:
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell the sessions subscribed to ``uri`` that it changed."""
-        subscribed = [s for s in self.sessions if uri in session_state(s).subscriptions]
-        await self._broadcast("notifications/resources/updated", {"uri": uri}, only=subscribed)
+        await self._broadcast("notifications/resources/updated", {"uri": uri})
 
     # -- serving ------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from mcpactor.transports.security import OriginPolicy
 from mcpactor.transports.sse_pump import PumpOptions, pump_stream
 
 if TYPE_CHECKING:
+    from mcpactor.scaleout.cluster import Cluster
     from mcpactor.server.app import Server
     from mcpactor.transports.event_store import Stream
 
@@ -53,9 +54,14 @@ __all__ = ["HTTP_SERVERS", "HttpOptions", "McpHttpApp", "serve_app", "serve_http
 class McpHttpApp:
     """The ASGI application. Call :meth:`run` in a nursery before serving requests."""
 
-    def __init__(self, server: Server, options: HttpOptions | None = None) -> None:
+    def __init__(
+        self, server: Server, options: HttpOptions | None = None, *, cluster: Cluster | None = None
+    ) -> None:
         self.server = server
         self.options = options or HttpOptions()
+        #: Scale-out: the workers sharing state with this one (mcpactor.scaleout), or None.
+        #: Its hooks below are marked [scale-out].
+        self.cluster = cluster
         self.policy = OriginPolicy(self.options.allowed_hosts, self.options.allowed_origins)
         self.sessions: dict[str, HttpSession] = {}
         self._nursery: trio.Nursery | None = None
@@ -74,6 +80,8 @@ class McpHttpApp:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._reaper)
+                if self.cluster is not None:
+                    await nursery.start(self.cluster.run, self)  # [scale-out]
                 task_status.started()
                 await trio.sleep_forever()
         finally:
@@ -91,6 +99,8 @@ class McpHttpApp:
                 if hs.idle_for(now) > timeout and hs.session is not None:
                     log.info("session %s: idle for %.0fs, closing", hs.id, timeout)
                     self._forget(hs)
+                    if self.cluster is not None:
+                        self.cluster.retire(hs.id)  # [scale-out] gone for every worker
                     hs.session.close("idle timeout")
 
     def _forget(self, hs: HttpSession) -> None:
@@ -98,12 +108,14 @@ class McpHttpApp:
             del self.sessions[hs.id]
 
     async def start_session(
-        self, mode: str, *, drop_ids: frozenset[Any] = frozenset(), resumable: bool = True
+        self, mode: str, *, drop_ids: frozenset[Any] = frozenset(), resumable: bool = True,
+        session_id: str | None = None,
     ) -> HttpSession:
-        """Create and start one session (its actor tree runs in the app's nursery)."""
+        """Create and start one session (its actor tree runs in the app's nursery);
+        ``session_id``: an existing session's, taken over from another worker."""
         if self._nursery is None:
             raise RuntimeError("McpHttpApp.run() is not running")
-        sid = new_session_id()
+        sid = session_id or new_session_id()
         tracer = self.options.tracer
         hs = HttpSession(
             sid, mode=mode, max_events=self.options.max_events,
@@ -126,6 +138,8 @@ class McpHttpApp:
         finally:
             self._forget(hs)
             hs.finish()
+            if self.cluster is not None and hs.resumable:
+                await self.cluster.ended(hs)  # [scale-out]
 
     # -- ASGI entry -------------------------------------------------------------------
 
@@ -170,6 +184,12 @@ class McpHttpApp:
         ):
             return
         if path == opts.path or path == opts.path.rstrip("/") + "/":
+            if self.cluster is not None and not opts.stateless:
+                # [scale-out] a session of another worker: relayed to it, or taken over.
+                sid = headers.get("mcp-session-id")
+                if sid is not None and sid.strip() not in self.sessions:
+                    if await self.cluster.route(sid.strip(), scope, receive, send):
+                        return
             if method == "POST":
                 await self._post(headers, receive, send)
             elif method == "GET":
@@ -291,6 +311,8 @@ class McpHttpApp:
             hs.session.close("initialize failed" if not self.options.stateless else "stateless")
             await asgi.send_json(send, answer or asgi.error_body(-32603, "no answer"))
             return
+        if self.cluster is not None and not await self.cluster.registered(hs, body, send):
+            return  # [scale-out] the shared store refused it: answered 503
         self.sessions[hs.id] = hs
         hs.touch()
         await asgi.send_json(send, answer, [(b"mcp-session-id", hs.id.encode())])
@@ -309,6 +331,8 @@ class McpHttpApp:
             return
         ids = [m.id for m in items if isinstance(m, jsonrpc.Request)]
         hs.touch()
+        if self.cluster is not None:
+            await self.cluster.note(hs, items)  # [scale-out] what a takeover replays
         if not ids:
             await hs.transport.deliver(body)
             hs.forget_cancelled(items)
@@ -323,6 +347,8 @@ class McpHttpApp:
             )
             return
         stream = hs.open_request_stream(ids)
+        if self.cluster is not None and not await self.cluster.opened(hs, stream, ids, send):
+            return  # [scale-out] the shared store refused it: answered 503
         if not is_batch and len(items) == 1 and hs.mode != "single" and self._nursery is not None:
             await self._post_inline(hs, stream, body, items[0], receive, send, version)
             return
@@ -511,6 +537,8 @@ class McpHttpApp:
             await asgi.send_error(send, found)
             return
         self._forget(found)
+        if self.cluster is not None:
+            self.cluster.retire(found.id)  # [scale-out] gone for every worker
         assert found.session is not None
         found.session.close("deleted by the client")
         with trio.move_on_after(5):
