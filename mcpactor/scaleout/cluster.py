@@ -420,6 +420,9 @@ class Cluster:
             return True
         token = secrets.token_hex(8)
         inbox = self._key("q", owner.decode())
+        # Whether the owner took the request: it says so before it runs anything, so a
+        # request it never took is safe to run elsewhere if it stops.
+        taken = False
         tx, rx = trio.open_memory_channel[tuple[bytes, dict[str, bytes]]](10_000)
         self._waiting[token] = tx
         started = False
@@ -449,7 +452,9 @@ class Cluster:
                             except SharedStateError:
                                 continue
                             break
-                        if kind == b"s":
+                        if kind == b"a":
+                            taken = True
+                        elif kind == b"s":
                             await send({"type": "http.response.start",
                                         "status": int(fields["st"]),
                                         "headers": _headers_in(fields["h"])})
@@ -477,17 +482,20 @@ class Cluster:
                 # Started and cut off: the connection closes with the response
                 # incomplete, and the client resumes from its last event id.
                 return True
-            return await self._owner_stopped(owner, sid, scope, body, receive, send)
+            return await self._owner_stopped(owner, sid, scope, body, receive, send, taken)
         finally:
             del self._waiting[token]
 
     async def _owner_stopped(
-        self, owner: bytes, sid: str, scope: Scope, body: bytes, receive: Receive, send: Send
+        self, owner: bytes, sid: str, scope: Scope, body: bytes, receive: Receive, send: Send,
+        taken: bool,
     ) -> bool:
-        """The owner stopped before it began to answer a relayed request."""
+        """The owner stopped before it began to answer a relayed request (``taken``: it
+        had said it took the request)."""
         assert self.app is not None
-        if scope.get("method") == "POST" and _carries_requests(body):
-            # It may have begun running them: never run them twice.
+        if taken and scope.get("method") == "POST" and _carries_requests(body):
+            # It may have begun running them: never run them twice. (One it never took
+            # is served here, after the takeover, like any other.)
             await asgi.send_error(send, HttpError(503, "Service Unavailable: "
                                                   + WORKER_STOPPED_MESSAGE, INTERNAL_ERROR),
                                   [(b"retry-after", b"1")])
@@ -566,6 +574,15 @@ class Cluster:
         }
         read = False
         finished = False
+        try:
+            # Said before anything runs: a request not taken is run elsewhere if this
+            # worker stops, one taken never is (its outcome is unknown).
+            await self.state.append(inbox, {"k": b"a", "t": token.encode()},
+                                    max_len=self.options.max_inbox, ttl=self.options.inbox_ttl)
+        except SharedStateError as exc:
+            self._failed(exc)
+            self._serving.pop(token, None)
+            return
 
         async def receive() -> dict[str, Any]:
             nonlocal read

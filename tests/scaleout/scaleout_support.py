@@ -100,7 +100,10 @@ class Haproxy:
     def __init__(self, folder: Path, backends: list[int]) -> None:
         self.port = free_port()
         config = folder / "haproxy.cfg"
-        servers = "\n".join(f"    server w{i} 127.0.0.1:{port}" for i, port in enumerate(backends))
+        # As a deployment would: a refused connection goes to another worker
+        # (redispatch), and a dead worker leaves the rotation (health checks).
+        servers = "\n".join(f"    server w{i} 127.0.0.1:{port} check inter 200ms fall 1 rise 2"
+                            for i, port in enumerate(backends))
         config.write_text(f"""
 global
     maxconn 1000
@@ -111,6 +114,9 @@ defaults
     timeout server 120s
     timeout tunnel 120s
     option http-server-close
+    option redispatch
+    retries 3
+    retry-on conn-failure empty-response
 frontend mcp
     bind 127.0.0.1:{self.port}
     default_backend workers
