@@ -575,6 +575,21 @@ class Connection:
 
     # -- outbound ---------------------------------------------------------------------
 
+    def start_discover(self, version: str) -> tuple[RequestId, bytes]:
+        """Client: the ``server/discover`` probe at ``version``, sent before anything
+        else (it leaves the handshake possible: a legacy server refuses it and the client
+        then sends ``initialize``)."""
+        if self.role is not Role.CLIENT or self.state is not State.AWAITING_INIT:
+            raise LocalProtocolError("server/discover is a client's first request")
+        rid = self._allocate_id()
+        self._pending[rid] = _Pending("server/discover", None, None)
+        params = {"_meta": {
+            modern.META_PROTOCOL_VERSION: version,
+            modern.META_CLIENT_INFO: self.info,
+            modern.META_CLIENT_CAPABILITIES: self.capabilities,
+        }}
+        return rid, jsonrpc.encode_request(rid, "server/discover", params)
+
     def adopt_modern(
         self, version: str, server: dict[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
@@ -591,7 +606,9 @@ class Connection:
         info = result_meta.get(modern.META_SERVER_INFO) if type(result_meta) is dict else None
         instructions = server.get("instructions")
         self.protocol_version = version
-        self.peer_capabilities = caps if type(caps) is dict else {}
+        # Pinned without a discover result: the server's capabilities are unknown, so
+        # the server, not us, says what it does not have.
+        self.peer_capabilities = caps if type(caps) is dict else None
         self.peer_info = info if type(info) is dict else {}
         self.peer_instructions = instructions if type(instructions) is str else None
         self.modern_meta = {
@@ -645,6 +662,8 @@ class Connection:
         if spec.capability is None or not self._capability_applies(spec):
             return
         if spec.kind == "request":
+            if self.modern_meta is not None and self.peer_capabilities is None:
+                return
             # A request needs the capability of the side that handles it.
             if not has_capability(self.peer_capabilities, spec.capability):
                 cap = ".".join(spec.capability)
@@ -674,6 +693,9 @@ class Connection:
         if reason is not None:
             raise LocalProtocolError(reason)
         spec = METHODS.get(method)
+        if self.modern_meta is not None and method in modern.REMOVED_REQUESTS:
+            raise LocalProtocolError(
+                f"{method} does not exist in protocol version {self.protocol_version}")
         if self.modern_meta is None or method not in modern.MODERN_ONLY_METHODS:
             self._outbound_gate(method, spec)
         wire = _to_params(params)
