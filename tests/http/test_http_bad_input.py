@@ -18,7 +18,7 @@ async def _error_code(body: bytes) -> int:
 
 async def test_bad_inputs_get_their_status_codes_while_another_session_works() -> None:
     with trio.fail_after(TIMEOUT):
-        async with running_app(max_body_size=10_000) as (app, url), connect_http(url) as good:
+        async with running_app(max_body_size=10_000) as (app, url), connect_http(url, mode="legacy") as good:
             raw = RawClient(url)
             await raw.initialize()
             sid = raw.session_id
