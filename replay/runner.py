@@ -193,6 +193,11 @@ async def _run_client(script: Any, trace: Trace, transport: ReplayTransport,
         options["timeout"] = timeout_from_json(recorded["timeout"])
     if "init_timeout" in recorded:
         options["init_timeout"] = timeout_from_json(recorded["init_timeout"])
+    if "mode" not in options:
+        # The era: discover-first, pinned, or handshake; a trace from before 2026-07-28
+        # support (no mode recorded) opened with the handshake.
+        mode = recorded.get("mode")
+        options["mode"] = mode if isinstance(mode, str) else "legacy"
     sent = _recorded_initialize(trace)
     if "client_info" not in options and isinstance(sent.get("clientInfo"), dict):
         options["client_info"] = sent["clientInfo"]

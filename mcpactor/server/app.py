@@ -25,8 +25,11 @@ from mcpactor.protocol.connection import Connection
 from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import CapabilityNotSupported
 from mcpactor.protocol.lifecycle import Role, State
+from mcpactor.protocol.modern import CachePolicy
+from mcpactor.protocol.mrtr import RequestStateCodec
 from mcpactor.server.content import _CONTENT_TYPES
 from mcpactor.server.context import Context, session_state
+from mcpactor.server.listen import ListenHub
 from mcpactor.server.registry import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
 from mcpactor.server.schema import build_signature, validate_tool_name
 from mcpactor.server.schema.prompts import build_prompt_signature
@@ -177,13 +180,23 @@ class Server:
         page_size: int = 100,
         limits: Limits = Limits(),  # noqa: B008 - frozen
         capabilities: t.ServerCapabilities | Mapping[str, Any] | Iterable[str] | None = None,
+        request_state_key: bytes | str | None = None,
+        request_state_ttl: float = 600.0,
+        cache: CachePolicy | None = None,
     ) -> None:
         """``capabilities`` declares features up front, beyond what is registered when a
         session starts (a session's capabilities are fixed by its ``initialize``): names
         (``["tools", "prompts", "resources"]``, each with ``listChanged``), a wire-form
         dict or a :class:`~mcpactor.protocol.types.ServerCapabilities`. A server that
         will add its first prompt (tool, resource) while sessions run declares it so
-        they can list it and hear ``list_changed``."""
+        they can list it and hear ``list_changed``.
+
+        2026-07-28 (stateless requests): ``request_state_key`` signs the
+        ``requestState`` of input rounds (default: ``$MCPACTOR_REQUEST_STATE_KEY``, else
+        a random key per process; give every worker of a deployment the same key so any
+        of them can resume a request), valid for ``request_state_ttl`` seconds;
+        ``cache`` is the ``ttlMs``/``cacheScope`` put on list and read results
+        (default: 0 ms, private)."""
         self.declared_capabilities = _declared(capabilities)
         self.info = t.Implementation(
             name=name,
@@ -210,6 +223,12 @@ class Server:
         #: broadcast reaches them in the same order every run, and every replay).
         self.sessions: SessionSet = SessionSet()
         self.custom_methods: dict[str, Callable[..., Any]] = {}
+        self.request_state_key = request_state_key
+        self.request_state_ttl = request_state_ttl
+        self.request_state_codec: RequestStateCodec | None = None
+        self.cache_policy = cache or CachePolicy()
+        #: Open ``subscriptions/listen`` requests (2026-07-28).
+        self.listen_hub = ListenHub()
 
     # -- capabilities ---------------------------------------------------------------
 
@@ -533,7 +552,9 @@ class Server:
 
     async def deliver_broadcast(self, method: str, params: Any = None) -> None:
         """Send a notification to this process's sessions that should hear it (a
-        resource's update: those subscribed to it)."""
+        resource's update: those subscribed to it), and to this process's 2026-era
+        ``subscriptions/listen`` streams that asked for it."""
+        self.listen_hub.publish(method, params)
         only: list[Session] | None = None
         if method == "notifications/resources/updated":
             uri = (params or {}).get("uri")
@@ -591,13 +612,15 @@ class Server:
     def new_connection(self) -> Connection:
         """A server-role protocol connection declaring this server's capabilities."""
         info = to_wire(self.info)
-        return Connection(
+        connection = Connection(
             Role.SERVER,
             info=info,
             capabilities=self.capabilities(),
             instructions=self.instructions,
             extra_methods=frozenset(self.custom_methods),
         )
+        connection.cache_policy = self.cache_policy
+        return connection
 
     def new_session(
         self, transport: Transport, *, tracer: Tracer | None = None, session_id: str | None = None

@@ -7,11 +7,19 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import attrs
 
 from mcpactor.protocol import types as t
-from mcpactor.protocol.convert import to_wire
-from mcpactor.protocol.errors import CapabilityNotSupported, InvalidResult
+from mcpactor.protocol.convert import from_wire, to_wire
+from mcpactor.protocol.errors import (
+    CapabilityNotSupported,
+    InvalidParams,
+    InvalidResult,
+    MissingClientCapability,
+)
 from mcpactor.protocol.json_schema import first_error
 from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.protocol.mrtr import INPUT_METHODS
+from mcpactor.protocol.versions import V2025_11_25, at_least
 from mcpactor.server.elicitation import ElicitationResult, elicitation_form
+from mcpactor.server.rounds import bad_answer, rounds_of
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
 from mcpactor.session.tracker import Timeout
@@ -87,18 +95,28 @@ class Context:
 
     @property
     def protocol_version(self) -> str | None:
-        """The negotiated protocol version."""
-        return self._rc.session.connection.protocol_version
+        """The protocol version of this request: the session's negotiated one, or the
+        one a stateless (2026-07-28) request names in its ``_meta``."""
+        return self._rc.protocol_version
 
     @property
     def client_info(self) -> dict[str, Any]:
-        """The client's ``clientInfo`` from initialize."""
+        """The client's ``clientInfo`` (from initialize, or this request's ``_meta``)."""
+        modern = self._rc.modern
+        if modern is not None:
+            return modern.client_info or {}
         return self._rc.session.connection.peer_info or {}
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
-        """The capabilities the client declared."""
-        return self._rc.session.connection.peer_capabilities or {}
+        """The capabilities the client declared (at initialize, or in this request's
+        ``_meta``)."""
+        return self._rc.peer_capabilities
+
+    def client_supports(self, capability: str) -> bool:
+        """Whether the client declared ``capability`` (``"sampling"``,
+        ``"elicitation"``, ``"roots"``)."""
+        return capability in self._rc.peer_capabilities
 
     @property
     def auth(self) -> AccessToken | None:
@@ -128,7 +146,12 @@ class Context:
         if level not in _LEVEL_RANK:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
         session = self._rc.session
-        if not session_state(session).wants_log(level):
+        modern = self._rc.modern
+        if modern is not None:
+            # 2026-07-28: logs only for a request that set a level in its _meta.
+            if modern.log_level is None or _LEVEL_RANK[level] < _LEVEL_RANK[modern.log_level]:
+                return False
+        elif not session_state(session).wants_log(level):
             return False
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
@@ -156,9 +179,64 @@ class Context:
 
     def _require(self, capability: str, what: str) -> None:
         if capability not in self.client_capabilities:
+            if self._rc.modern is not None:
+                raise MissingClientCapability(capability, what)
             raise CapabilityNotSupported(
                 f"{what} needs the client's {capability!r} capability, which it did not declare"
             )
+
+    async def _input(
+        self, key: str | None, kind: str, method: str, params: dict[str, Any] | None,
+        result_cls: Any, timeout: Timeout | float | None,
+    ) -> Any:
+        """One input from the client: a request in a handshake session; in the stateless
+        era the answer the retry brought, or the end of this run asking for it."""
+        rc = self._rc
+        if rc.modern is None:
+            return await rc.request(method, params, timeout=timeout)
+        rounds = rounds_of(rc, method)
+        if key is None:
+            key = rounds.auto_key(kind)
+        answer = rounds.take(key)
+        if answer is None:
+            raise rounds.need({key: {"method": method, "params": params or {}}})
+        try:
+            return from_wire(answer, result_cls)
+        except InvalidParams as exc:
+            raise bad_answer(key, exc) from None
+
+    async def ask(
+        self, requests: dict[str, tuple[str, dict[str, Any] | None]],
+        *, timeout: Timeout | float | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        """Several inputs at once: ``{key: (method, params)}`` with methods among
+        ``elicitation/create``, ``sampling/createMessage``, ``roots/list``; returns
+        ``{key: result}`` (wire form). In the stateless era they go to the client in one
+        ``InputRequiredResult``; in a session, one request after another."""
+        for key, (method, _) in requests.items():
+            capability = INPUT_METHODS.get(method)
+            if capability is None:
+                raise ValueError(f"{key}: {method!r} is not an input request; use one of "
+                                 f"{', '.join(INPUT_METHODS)}")
+            self._require(capability, method)
+        rc = self._rc
+        out: dict[str, dict[str, Any]] = {}
+        if rc.modern is None:
+            for key, (method, params) in requests.items():
+                result = await rc.request(method, params, timeout=timeout)
+                out[key] = to_wire(result)
+            return out
+        rounds = rounds_of(rc, "input")
+        missing: dict[str, dict[str, Any]] = {}
+        for key, (method, params) in requests.items():
+            answer = rounds.take(key)
+            if answer is None:
+                missing[key] = {"method": method, "params": params or {}}
+            else:
+                out[key] = answer
+        if missing:
+            raise rounds.need(missing)
+        return out
 
     async def sample(
         self,
@@ -174,8 +252,12 @@ class Context:
         tools: list[t.Tool] | None = None,
         tool_choice: t.ToolChoice | None = None,
         timeout: Timeout | float | None = None,
+        key: str | None = None,
     ) -> t.CreateMessageResult:
-        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        """Ask the client's model for a completion (``sampling/createMessage``).
+
+        ``key``: the input's name in a 2026-07-28 ``InputRequiredResult`` (default: one
+        derived from the call order)."""
         self._require("sampling", "sampling")
         if isinstance(messages, str):
             messages = [t.SamplingMessage(role="user", content=t.TextContent(text=messages))]
@@ -200,7 +282,8 @@ class Context:
             params["tools"] = [to_wire(x) for x in tools]
         if tool_choice is not None:
             params["toolChoice"] = to_wire(tool_choice)
-        result = await self._rc.request("sampling/createMessage", params, timeout=timeout)
+        result = await self._input(key, "sampling", "sampling/createMessage", params,
+                                   t.CreateMessageResult, timeout)
         assert isinstance(result, t.CreateMessageResult)
         return result
 
@@ -211,6 +294,7 @@ class Context:
         requested_schema: dict[str, Any],
         *,
         timeout: Timeout | float | None = None,
+        key: str | None = None,
     ) -> t.ElicitResult: ...
 
     @overload
@@ -220,6 +304,7 @@ class Context:
         requested_schema: type[T],
         *,
         timeout: Timeout | float | None = None,
+        key: str | None = None,
     ) -> ElicitationResult[T]: ...
 
     @overload
@@ -229,6 +314,7 @@ class Context:
         requested_schema: Any,
         *,
         timeout: Timeout | float | None = None,
+        key: str | None = None,
     ) -> ElicitationResult[Any]: ...
 
     async def elicit(
@@ -237,6 +323,7 @@ class Context:
         requested_schema: Any,
         *,
         timeout: Timeout | float | None = None,
+        key: str | None = None,
     ) -> t.ElicitResult | ElicitationResult[Any]:
         """Ask the user for structured input (form-mode ``elicitation/create``).
 
@@ -251,6 +338,10 @@ class Context:
         Accepted content that does not match the schema (or does not convert to the
         type) raises :class:`~mcpactor.protocol.errors.InvalidResult` (in a tool: an
         ``isError`` result, unless the tool catches it).
+
+        In 2026-07-28 the question goes out in an ``InputRequiredResult`` under ``key``
+        (default: derived from the call order) and the handler runs again with the
+        answer when the client retries.
         """
         form = None
         if not isinstance(requested_schema, dict):
@@ -259,9 +350,10 @@ class Context:
         self._require("elicitation", "elicitation")
         params: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
         version = self.protocol_version
-        if version == "2025-11-25":
+        if version is not None and at_least(version, V2025_11_25):
             params["mode"] = "form"
-        result = await self._rc.request("elicitation/create", params, timeout=timeout)
+        result = await self._input(key, "elicitation", "elicitation/create", params,
+                                   t.ElicitResult, timeout)
         assert isinstance(result, t.ElicitResult)
         if result.action == "accept" and result.content is not None:
             # Both sides SHOULD check the content against the schema: a handler can then
@@ -291,10 +383,12 @@ class Context:
         assert isinstance(result, t.ElicitResult)
         return result
 
-    async def list_roots(self, *, timeout: Timeout | float | None = None) -> list[t.Root]:
-        """The client's roots (``roots/list``)."""
+    async def list_roots(
+        self, *, timeout: Timeout | float | None = None, key: str | None = None
+    ) -> list[t.Root]:
+        """The client's roots (``roots/list``; an input round in 2026-07-28)."""
         self._require("roots", "roots/list")
-        result = await self._rc.request("roots/list", None, timeout=timeout)
+        result = await self._input(key, "roots", "roots/list", None, t.ListRootsResult, timeout)
         assert isinstance(result, t.ListRootsResult)
         return list(result.roots)
 

@@ -24,11 +24,14 @@ from mcpactor.protocol.errors import (
     ResourceNotFound,
 )
 from mcpactor.protocol.json_schema import first_error
+from mcpactor.protocol.mrtr import InputRequired
 from mcpactor.protocol.versions import resource_not_found_code
 from mcpactor.server.compat import downgrade_content, downgrade_tool_result
 from mcpactor.server.content import _CONTENT_TYPES, resource_contents, to_content, to_json_text
 from mcpactor.server.context import LOG_LEVELS, Context, session_state
+from mcpactor.server.listen import listen
 from mcpactor.server.registry import paginate
+from mcpactor.server.rounds import finish_rounds, open_rounds
 from mcpactor.server.schema import serialize_output, to_jsonable
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
@@ -67,6 +70,7 @@ class ServerHandler:
             "prompts/get": self.get_prompt,
             "completion/complete": self.complete,
             "logging/setLevel": self.set_level,
+            "subscriptions/listen": self.listen,
         }
 
     # -- SessionHandler -----------------------------------------------------------------
@@ -75,11 +79,32 @@ class ServerHandler:
         """Route one request to its implementation."""
         route = self._routes.get(rc.method)
         if route is not None:
-            return await route(rc)
+            if rc.modern is None:
+                return await route(rc)
+            return await self._modern(rc, route)
         custom = self.server.custom_methods.get(rc.method)
         if custom is not None:
             return await custom(rc.params, Context(rc, self.server))
         raise MethodNotFound(f"Method not found: {rc.method}")
+
+    async def _modern(
+        self, rc: RequestContext, route: Callable[[RequestContext], Awaitable[Any]]
+    ) -> Any:
+        """A stateless request: its input rounds read before, and an ``InputRequired``
+        from the handler answered as ``InputRequiredResult`` (MRTR methods only)."""
+        open_rounds(rc, self.server)
+        try:
+            return await route(rc)
+        except InputRequired as need:
+            if rc.state is None:
+                raise InternalError("input was asked for outside an input round") from None
+            return finish_rounds(rc, self.server, need)
+
+    async def listen(self, rc: RequestContext) -> Any:
+        """``subscriptions/listen`` (2026-07-28 only)."""
+        if rc.modern is None:
+            raise MethodNotFound("Method not found: subscriptions/listen (2026-07-28 only)")
+        return await listen(rc, self.server)
 
     async def handle_notification(self, session: Session, event: pc.NotificationReceived) -> None:
         """Client notifications: roots changes reach the application's hook."""
@@ -140,7 +165,7 @@ class ServerHandler:
         if type(value) is str and sig.output_schema is None:
             # The common case, built as wire data directly: no converter on the hot path.
             return {"content": [{"type": "text", "text": value}]}
-        version = rc.session.connection.protocol_version
+        version = rc.protocol_version
         if isinstance(value, t.CallToolResult):
             if sig.output_schema is not None and not value.is_error:
                 # Built by the tool itself, so not conforming by construction; servers
@@ -207,7 +232,7 @@ class ServerHandler:
         collection rules: a non-collection returns only the URI asked for."""
         params: t.ReadResourceRequestParams = rc.params
         uri = params.uri
-        version = rc.session.connection.protocol_version
+        version = rc.protocol_version
         resource, fn, is_async, kwargs, ctx_param = self._find(uri, version, rc.method)
         if ctx_param is not None:
             kwargs[ctx_param] = Context(rc, self.server)
@@ -266,7 +291,7 @@ class ServerHandler:
     async def resource_metadata(self, rc: RequestContext) -> t.ReadResourceMetadataResult:
         """``resources/metadata`` (SEP-2093): the resource without its contents."""
         params: t.ReadResourceMetadataRequestParams = rc.params
-        version = rc.session.connection.protocol_version
+        version = rc.protocol_version
         resource = self._find(params.uri, version, rc.method)[0]
         return t.ReadResourceMetadataResult(resource=resource)
 
@@ -320,7 +345,7 @@ class ServerHandler:
             log.exception("prompt %s failed", params.name)
             raise InternalError(f"Internal error rendering prompt {params.name}: {exc}") from exc
         result = _prompt_result(value, entry.prompt.description)
-        version = rc.session.connection.protocol_version
+        version = rc.protocol_version
         messages = [
             m if (c := downgrade_content([m.content], version)[0]) is m.content
             else attrs.evolve(m, content=c)

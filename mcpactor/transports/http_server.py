@@ -15,6 +15,7 @@ nothing a client sends produces a traceback.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -23,6 +24,7 @@ from mcpactor.protocol import jsonrpc, versions
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Scope, Send
 from mcpactor.transports.base import TransportClosed
+from mcpactor.transports.http_modern import is_modern_post, modern_post, tool_schema_of
 from mcpactor.transports.http_options import HttpOptions
 from mcpactor.transports.http_rules import (
     Headers,
@@ -65,6 +67,8 @@ class McpHttpApp:
         self.policy = OriginPolicy(self.options.allowed_hosts, self.options.allowed_origins)
         self.sessions: dict[str, HttpSession] = {}
         self._nursery: trio.Nursery | None = None
+        #: A tool's ``inputSchema`` by name, for the 2026-07-28 ``Mcp-Param-*`` checks.
+        self.tool_schema = tool_schema_of(server.tools)
 
     @property
     def response_mode(self) -> str:
@@ -264,6 +268,10 @@ class McpHttpApp:
             await asgi.send_error(send, invalid_request("Invalid Request: malformed batch item"))
             return
         is_batch = isinstance(parsed, jsonrpc.Batch)
+        header = headers.get("mcp-protocol-version")
+        if not is_batch and is_modern_post(header.strip() if header else None, items[0]):
+            await modern_post(self, headers, body, items[0], receive, send)
+            return
         # [auth] per-tool scopes: 403 insufficient_scope before the session sees the call.
         if self.options.auth is not None and await self.options.auth.check_items(
             self.server, items, send
@@ -417,11 +425,13 @@ class McpHttpApp:
     async def answer(
         self, hs: HttpSession, stream: Stream, receive: Receive, send: Send,
         version: str | None, *, resumable: bool = True, generation: int | None = None,
+        status_of: Callable[[bytes], int] | None = None,
     ) -> None:
         """Answer a POST's requests: one JSON body, or the stream as SSE (see
         :attr:`HttpOptions.json_response` for how the mode picks). ``generation``: the
         stream's when its requests were delivered (default: now)."""
-        sid_header = [] if self.options.stateless else [(b"mcp-session-id", hs.id.encode())]
+        stateless = self.options.stateless or status_of is not None
+        sid_header = [] if stateless else [(b"mcp-session-id", hs.id.encode())]
         if generation is None:
             generation = stream.generation
         if hs.mode != "sse":
@@ -435,7 +445,7 @@ class McpHttpApp:
                     hs.active_requests -= 1
                     hs.touch()
             if not auto or (stream.done and not stream.mixed):
-                await self._answer_json(hs, stream, send, sid_header)
+                await self._answer_json(hs, stream, send, sid_header, status_of)
                 return
         priming = resumable and version is not None and versions.at_least(
             version, versions.V2025_11_25
@@ -476,7 +486,8 @@ class McpHttpApp:
         return auto and (stream.mixed or stream.generation != generation)
 
     async def _answer_json(
-        self, hs: HttpSession, stream: Stream, send: Send, headers: list[tuple[bytes, bytes]]
+        self, hs: HttpSession, stream: Stream, send: Send, headers: list[tuple[bytes, bytes]],
+        status_of: Callable[[bytes], int] | None = None,
     ) -> None:
         parts = [data for _, data in stream.after(0)]
         # Nobody can resume a JSON answer: its events need not be kept.
@@ -490,7 +501,7 @@ class McpHttpApp:
                                                   -32603))
             return
         body = parts[0] if len(parts) == 1 else jsonrpc.encode_batch(parts)
-        await asgi.send_json(send, body, headers)
+        await asgi.send_json(send, body, headers, 200 if status_of is None else status_of(body))
 
     # -- GET and DELETE -------------------------------------------------------------------
 

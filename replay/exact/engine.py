@@ -102,6 +102,11 @@ def _client_options(trace: Trace, script: Any) -> dict[str, Any]:
         options["timeout"] = timeout_from_json(recorded["timeout"])
     if "init_timeout" in recorded:
         options["init_timeout"] = timeout_from_json(recorded["init_timeout"])
+    if "mode" not in options:
+        # The era: discover-first, pinned, or handshake; a trace from before 2026-07-28
+        # support (no mode recorded) opened with the handshake.
+        mode = recorded.get("mode")
+        options["mode"] = mode if isinstance(mode, str) else "legacy"
     sent = _recorded_initialize(trace)
     if "client_info" not in options and isinstance(sent.get("clientInfo"), dict):
         options["client_info"] = sent["clientInfo"]
