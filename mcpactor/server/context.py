@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import attrs
 
@@ -21,6 +21,13 @@ if TYPE_CHECKING:
     from mcpactor.server.app import Server
 
 T = TypeVar("T")
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as _TypeVarWithDefault
+
+    #: The lifespan's state (what ``Server(lifespan=...)`` yields): ``Context[AppState]``.
+    LifespanT = _TypeVarWithDefault("LifespanT", default=Any)
+else:
+    LifespanT = TypeVar("LifespanT")
 
 #: Severity order of MCP log levels (RFC 5424 names), least severe first.
 LOG_LEVELS: tuple[str, ...] = (
@@ -52,18 +59,48 @@ def session_state(session: Session) -> ServerSessionState:
     return state
 
 
-class Context:
-    """Passed to any handler that declares a parameter annotated ``Context``.
+class Context(Generic[LifespanT]):
+    """Passed to any handler that declares a parameter annotated ``Context`` (or
+    ``Context[AppState]``, which types :attr:`lifespan`).
 
     It reports progress, logs to the client, asks the client for things (sampling,
-    elicitation, roots) and tells whether the request was cancelled.
+    elicitation, roots), tells whether the request was cancelled, and holds the
+    server's lifespan state.
     """
 
     __slots__ = ("_rc", "server")
 
-    def __init__(self, rc: RequestContext, server: Server) -> None:
+    def __init__(self, rc: RequestContext, server: Server[Any]) -> None:
         self._rc = rc
         self.server = server
+
+    @property
+    def lifespan(self) -> LifespanT:
+        """What the server's lifespan yielded (``Server(lifespan=...)``): a database
+        pool, an HTTP client...; None for a server without one. In a mounted server's
+        handler, that server's own."""
+        state: LifespanT = self.server.lifespan_state
+        return state
+
+    @property
+    def lifespan_context(self) -> LifespanT:
+        """The same as :attr:`lifespan` (the name FastMCP and the SDK use)."""
+        return self.lifespan
+
+    @property
+    def method(self) -> str:
+        """The method of the request being answered (``tools/call``, ...)."""
+        return self._rc.method
+
+    @property
+    def session_id(self) -> str:
+        """The session's id (the ``Mcp-Session-Id`` over Streamable HTTP)."""
+        return self._rc.session.id
+
+    @property
+    def request(self) -> RequestContext:
+        """The session-level request (its typed ``params``, ``raw_params``, scope)."""
+        return self._rc
 
     @property
     def request_id(self) -> RequestId:

@@ -66,6 +66,23 @@ async def _main(trace: Trace, subject: Any, options: ReplayOptions, scheduler: S
     seed = (trace.header.get("seeds") or {}).get("random")
     if isinstance(seed, int):
         entropy.global_random().seed(seed)
+    # A server's lifespan (its startup state) is entered before the recorded schedule,
+    # as it was before the recorded sessions: its tasks are not followed.
+    async with _lifespan(trace, subject):
+        await _scheduled(trace, subject, options, scheduler, matcher, capture)
+
+
+def _lifespan(trace: Trace, subject: Any) -> Any:
+    from contextlib import nullcontext
+
+    running = getattr(subject, "running", None)
+    if trace.role == "client" or running is None:
+        return nullcontext()
+    return running()
+
+
+async def _scheduled(trace: Trace, subject: Any, options: ReplayOptions, scheduler: Scheduler,
+                     matcher: ExactMatcher, capture: ReplayCapture) -> None:
     scheduler.install()
     entropy.activate(capture)
     try:
