@@ -118,6 +118,8 @@ class LifespanRunner(Generic[S]):
     def _call(self, fn: Lifespan[Any]) -> AbstractAsyncContextManager[Any]:
         cm = fn(self.owner) if _takes_server(fn) else fn()
         if not hasattr(cm, "__aenter__"):
+            if inspect.iscoroutine(cm):
+                cm.close()  # never to be awaited: say why instead
             raise TypeError(
                 f"the lifespan {getattr(fn, '__qualname__', fn)!r} of {self._name()} returned "
                 f"{type(cm).__name__}, not an async context manager: decorate it with "
