@@ -63,16 +63,20 @@ def strip_name(prefix: str | None, name: str) -> str | None:
 
 
 def _split(uri: str) -> tuple[str, str, str] | None:
+    """``scheme``, what follows it up to where the prefix goes, and the rest."""
     scheme, sep, rest = uri.partition(":")
     if not sep or not scheme or "{" in scheme:
         return None
+    if rest.startswith("///"):
+        return scheme, ":///", rest[3:]  # an empty authority (file:///x) stays empty
     if rest.startswith("//"):
         return scheme, "://", rest[2:]
     return scheme, ":", rest
 
 
 def prefix_uri(prefix: str | None, uri: str) -> str:
-    """``data://cities`` → ``data://weather/cities`` (``urn:x`` → ``urn:weather/x``)."""
+    """``data://cities`` → ``data://weather/cities`` (``file:///a`` →
+    ``file:///weather/a``, ``urn:x`` → ``urn:weather/x``)."""
     if prefix is None:
         return uri
     parts = _split(uri)
