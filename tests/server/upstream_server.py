@@ -8,6 +8,8 @@ from mcpactor import Context, McpError, Server
 from mcpactor.protocol import types as t
 
 server = Server("upstream", version="2.0")
+#: Set by a test of this process to hear that ``sleepy`` was cancelled.
+on_cancel: trio.Event | None = None
 
 
 @server.tool
@@ -50,7 +52,12 @@ async def session_id(ctx: Context) -> str:
 @server.tool
 async def sleepy(seconds: float) -> str:
     """Sleeps (to be cancelled)."""
-    await trio.sleep(seconds)
+    try:
+        await trio.sleep(seconds)
+    except trio.Cancelled:
+        if on_cancel is not None:
+            on_cancel.set()
+        raise
     return "woke"
 
 
