@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import trio
+
 from mcpactor import Context, Server
 
 
@@ -19,7 +21,12 @@ class State:
 
 @asynccontextmanager
 async def lifespan(server: Server) -> AsyncIterator[State]:
-    yield State(greeting="hello from the lifespan")
+    await trio.sleep(0.01)  # waits on Trio's clock (a pool warming up): the replay too
+    try:
+        yield State(greeting="hello from the lifespan")
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(0.01)
 
 
 server = Server("sync-tools", version="1.0", lifespan=lifespan)
