@@ -30,7 +30,13 @@ import attrs
 import trio
 
 from mcpactor.protocol import types as t
-from mcpactor.protocol.errors import ConnectionClosed, InternalError
+from mcpactor.protocol.errors import (
+    CapabilityNotSupported,
+    ConnectionClosed,
+    InternalError,
+    MethodNotFound,
+    ResourceNotFound,
+)
 from mcpactor.protocol.lifecycle import State
 from mcpactor.server.compose import prefix_uri
 from mcpactor.server.context import session_state
@@ -67,7 +73,7 @@ def _label(target: Any) -> str:
     from mcpactor.server.app import Server
 
     if isinstance(target, Server):
-        return f"server {target.info.name!r}"
+        return f"{target.info.name!r} (a server of this process)"
     if isinstance(target, str):
         return target
     return " ".join(shlex.quote(part) for part in target)
@@ -252,6 +258,14 @@ class RemoteServer:
             up.inflight.append(rc.id)
         try:
             return await client.session.request(method, params, on_progress=on_progress)
+        except CapabilityNotSupported:
+            # The remote server lacks the feature (our capabilities were declared before
+            # we knew it): answer as a server without it would.
+            uri = getattr(params, "uri", None)
+            if method in ("resources/read", "resources/metadata") and isinstance(uri, str):
+                raise ResourceNotFound(uri) from None
+            raise MethodNotFound(f"Method not found: {method} (the proxied server "
+                                 f"{self.label} does not support it)") from None
         except ConnectionClosed as exc:
             raise InternalError(f"the proxied server {self.label} went away: {exc}",
                                 data={"upstream": self.label}) from None

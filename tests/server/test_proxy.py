@@ -160,3 +160,24 @@ def test_bad_targets() -> None:
         Server.as_proxy([])
     with pytest.raises(TypeError, match="own client handlers"):
         RemoteServer("python x.py", handlers=ClientHandlers())
+
+
+async def test_what_the_remote_server_lacks_is_answered_as_it_would_be() -> None:
+    """The proxy declares every feature up front (the remote's are known only once
+    connected); a feature the remote server lacks lists nothing and is answered as a
+    server without it answers."""
+    bare = Server("bare")
+
+    @bare.tool
+    async def only() -> str:
+        return "the one tool"
+
+    async with open_client(Server.as_proxy(bare)) as client:
+        assert await client.list_all_prompts() == []
+        assert await client.list_all_resources() == []
+        with pytest.raises(RequestError) as info:
+            await client.complete(t.PromptReference(name="x"), {"name": "n", "value": "v"})
+        assert info.value.code == -32601 and "does not support it" in info.value.message
+        with pytest.raises(RequestError) as missing:
+            await client.read_resource("file:///x")
+        assert (missing.value.code, missing.value.data) == (-32002, {"uri": "file:///x"})
