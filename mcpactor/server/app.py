@@ -899,12 +899,13 @@ class Server(Generic[LifespanT]):
         (:meth:`serve_websocket`), with their options. Signals are yours to handle."""
         if transport == "stdio":
             await self.serve_stdio(**options)
-        elif transport in ("http", "streamable-http"):
+        elif transport in ("http", "streamable-http", "sse"):
             await self.serve_http(**options)
         elif transport in ("ws", "websocket"):
             await self.serve_websocket(**options)
         else:
-            raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'http' or 'ws'")
+            raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'http' (or 'sse', "
+                         "served with it) or 'ws'")
 
     def asgi_app(self, *, path: str = "/mcp", **http_options: Any) -> Callable[
             [Scope, Receive, Send], Awaitable[None]]:
@@ -973,7 +974,9 @@ class Server(Generic[LifespanT]):
                                              rotation=rotation))
             _after(signalled)
             return
-        if transport in ("http", "streamable-http"):
+        if transport in ("http", "streamable-http", "sse"):
+            # "sse" (the 2024-11-05 transport) is served by the same app, beside
+            # Streamable HTTP: at /sse and /messages/.
             with plain_errors():
                 signalled = trio.run(serve_until_signalled, lambda: self.serve_http(
                     host=host, port=port, path=path, trace=trace, entry_point=entry_point,
@@ -987,4 +990,5 @@ class Server(Generic[LifespanT]):
                     rotation=rotation))
             _after(signalled)
             return
-        raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'http' or 'ws'")
+        raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'http' (or 'sse', "
+                         "served with it) or 'ws'")

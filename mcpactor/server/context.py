@@ -263,6 +263,15 @@ class Context(Generic[LifespanT]):
     async def elicit(
         self,
         message: str,
+        *,
+        response_type: type[T],
+        timeout: Timeout | float | None = None,
+    ) -> ElicitationResult[T]: ...
+
+    @overload
+    async def elicit(
+        self,
+        message: str,
         requested_schema: Any,
         *,
         timeout: Timeout | float | None = None,
@@ -271,13 +280,15 @@ class Context(Generic[LifespanT]):
     async def elicit(
         self,
         message: str,
-        requested_schema: Any,
+        requested_schema: Any = None,
         *,
+        response_type: Any = None,
         timeout: Timeout | float | None = None,
     ) -> t.ElicitResult | ElicitationResult[Any]:
         """Ask the user for structured input (form-mode ``elicitation/create``).
 
-        ``requested_schema`` is a type, or a JSON schema written by hand. A type (a
+        ``requested_schema`` (or ``response_type=``, FastMCP's name for it) is a type, or
+        a JSON schema written by hand. A type (a
         pydantic model, dataclass, attrs class or TypedDict whose fields are str, int,
         float, bool, a ``Literal``/``Enum`` of strings or a list of those; or one such
         value alone) gives its form schema and an :class:`ElicitationResult` whose
@@ -289,6 +300,14 @@ class Context(Generic[LifespanT]):
         type) raises :class:`~mcpactor.protocol.errors.InvalidResult` (in a tool: an
         ``isError`` result, unless the tool catches it).
         """
+        if response_type is not None:
+            if requested_schema is not None:
+                raise TypeError("elicit() takes the schema once: requested_schema or "
+                                "response_type, not both")
+            requested_schema = response_type
+        if requested_schema is None:
+            raise TypeError("elicit() needs what to ask for: a type (elicit(message, "
+                            "Model)) or a JSON schema")
         form = None
         if not isinstance(requested_schema, dict):
             form = elicitation_form(requested_schema)
@@ -347,3 +366,14 @@ class Context(Generic[LifespanT]):
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell every subscribed session that ``uri`` changed."""
         await self.server.notify_resource_updated(uri)
+
+    async def read_resource(self, uri: str) -> list[t.TextResourceContents | t.BlobResourceContents]:
+        """Read one of this server's resources (its own, a template's, or a mounted
+        server's) as a client would, without going through middleware; a missing one
+        raises :class:`~mcpactor.ResourceNotFound`."""
+        from mcpactor.server.handler import ServerHandler
+
+        rc = RequestContext(self._rc.session, self._rc.id, "resources/read",
+                            t.ReadResourceRequestParams(uri=uri), None, None, self._rc.scope)
+        result = await ServerHandler(self.server).read_resource(rc)
+        return list(result.contents)

@@ -1,8 +1,8 @@
 """Custom HTTP routes served beside the MCP endpoint: ``@server.custom_route("/health")``.
 
 A handler takes an :class:`HttpRequest` and returns an :class:`HttpResponse`, or a
-``str`` (text/plain), ``bytes`` (application/octet-stream), a dict or list (JSON), or
-None (204 No Content). ``async def`` or plain ``def`` (run in a worker thread). A
+``str`` (text/plain), ``bytes`` (application/octet-stream), a dict or list (JSON), None
+(204 No Content), or a Starlette response (when porting a route). ``async def`` or plain ``def`` (run in a worker thread). A
 ``{name}`` segment of the path matches one segment of the request's
 (``request.path_params["name"]``). A path that matches with another method is 405
 with ``Allow``; a body past ``HttpOptions.max_body_size`` is 413; a handler that raises
@@ -32,21 +32,25 @@ log = logging.getLogger("mcpactor.http")
 
 @attrs.frozen(kw_only=True)
 class HttpRequest:
-    """An HTTP request to a custom route, its body read."""
+    """An HTTP request to a custom route, its body read. The names a Starlette handler
+    uses work (``await request.body()``, ``await request.json()``,
+    ``request.query_params``, ``request.path_params``, ``request.headers``), so a
+    FastMCP or SDK route ports with its body unchanged."""
 
     method: str
     path: str
     #: Header names in lowercase; repeated headers joined with ", ".
     headers: Mapping[str, str]
     query_string: bytes = b""
-    body: bytes = b""
+    #: The body's bytes (also ``await request.body()``).
+    content: bytes = b""
     #: The ``{name}`` segments of the route's path.
     path_params: Mapping[str, str] = attrs.Factory(dict)
     #: ``(host, port)`` of the peer, when the server knows it.
     client: tuple[str, int] | None = None
 
     @property
-    def query(self) -> dict[str, str]:
+    def query_params(self) -> dict[str, str]:
         """The query string's parameters (the first value of each)."""
         return {k: v[0] for k, v in self.query_all.items()}
 
@@ -55,16 +59,20 @@ class HttpRequest:
         """The query string's parameters, every value."""
         return parse_qs(self.query_string.decode("latin-1"), keep_blank_values=True)
 
-    def text(self) -> str:
-        """The body as UTF-8 text."""
-        return self.body.decode("utf-8", errors="replace")
+    async def body(self) -> bytes:
+        """The body (read already: this never waits)."""
+        return self.content
 
-    def json(self) -> Any:
+    async def json(self) -> Any:
         """The body as JSON (a :class:`BadRequest`, answered 400, when it is not)."""
         try:
-            return orjson.loads(self.body)
+            return orjson.loads(self.content)
         except orjson.JSONDecodeError as exc:
             raise BadRequest(f"the body is not JSON: {exc}") from None
+
+    def text(self) -> str:
+        """The body as UTF-8 text."""
+        return self.content.decode("utf-8", errors="replace")
 
 
 class BadRequest(Exception):
@@ -157,6 +165,11 @@ def find(routes: Sequence[Route], path: str) -> list[tuple[Route, dict[str, str]
 def _response(value: Any) -> HttpResponse:
     if isinstance(value, HttpResponse):
         return value
+    if hasattr(value, "status_code") and isinstance(getattr(value, "body", None), bytes):
+        # A Starlette response (JSONResponse, PlainTextResponse...) of a ported route;
+        # its headers already hold its content type and length.
+        headers = {k: v for k, v in value.headers.items() if k.lower() != "content-length"}
+        return HttpResponse(body=value.body, status=int(value.status_code), headers=headers)
     if value is None:
         return HttpResponse(status=204)
     if isinstance(value, str):
@@ -196,7 +209,7 @@ async def serve_route(matches: list[tuple[Route, dict[str, str]]], scope: Scope,
     client = scope.get("client")
     request = HttpRequest(
         method=method, path=scope.get("path", ""), headers=headers,
-        query_string=scope.get("query_string", b""), body=body, path_params=params,
+        query_string=scope.get("query_string", b""), content=body, path_params=params,
         client=tuple(client) if client else None)
     try:
         if route.is_async:

@@ -37,12 +37,12 @@ def app(events: list[str] | None = None) -> Server:
 
     @server.custom_route("/health")
     async def health(request: HttpRequest) -> dict[str, Any]:
-        return {"status": "ok", "query": request.query}
+        return {"status": "ok", "query": request.query_params}
 
     @server.custom_route("/items/{item_id}", methods=["GET", "POST"])
     async def item(request: HttpRequest) -> HttpResponse:
         if request.method == "POST":
-            body = request.json()
+            body = await request.json()
             return HttpResponse.json({"id": request.path_params["item_id"], "got": body},
                                      status=201, headers={"X-Item": "made"})
         return HttpResponse.text(f"item {request.path_params['item_id']}")
@@ -224,6 +224,39 @@ async def test_asgi_app_without_its_lifespan_says_so() -> None:
     await asgi({"type": "http", "method": "GET", "path": "/mcp", "headers": []}, receive, send)
     assert sent[0]["status"] == 503
     assert b"lifespan" in sent[1]["body"]
+
+
+async def test_a_route_ported_from_starlette_keeps_its_body() -> None:
+    """FastMCP and SDK routes take a Starlette Request and return a Starlette response:
+    the same body works here."""
+    from starlette.responses import JSONResponse, PlainTextResponse
+
+    server = Server("ported")
+
+    @server.custom_route("/echo", methods=["POST"])
+    async def echo(request: Any) -> Any:
+        data = await request.json()
+        raw = await request.body()
+        return JSONResponse({"got": data, "size": len(raw),
+                             "q": request.query_params.get("q")}, status_code=202)
+
+    @server.custom_route("/plain")
+    async def plain(request: Any) -> Any:
+        return PlainTextResponse("plain text", headers={"X-Ported": "yes"})
+
+    pool = HttpPool()
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(lambda task_status: server.serve_http(
+            port=0, quiet=True, task_status=task_status))
+        base = url.rsplit("/mcp", 1)[0]
+        status, headers, body = await _get(pool, "POST", base + "/echo?q=1", b'{"a": 1}')
+        assert (status, orjson.loads(body)) == (202, {"got": {"a": 1}, "size": 8, "q": "1"})
+        assert headers["content-type"] == "application/json"
+        status, headers, body = await _get(pool, "GET", base + "/plain")
+        assert (status, body, headers["x-ported"]) == (200, b"plain text", "yes")
+        assert headers["content-type"].startswith("text/plain")
+        nursery.cancel_scope.cancel()
+    await pool.aclose()
 
 
 def test_unknown_transport_in_run_async() -> None:
