@@ -621,8 +621,11 @@ class Server(Generic[LifespanT]):
             raise ValueError("give prefix= or namespace=, not both")
         prefix = check_prefix(prefix if prefix is not None else namespace)
         if isinstance(server, RemoteServer):
-            if server.prefix is not None or server in self.mounts:
-                raise ValueError(f"the remote server {server.label} is mounted already")
+            if server.mounted:
+                raise ValueError(f"the remote server {server.label} is mounted already "
+                                 "(make one RemoteServer per mount)")
+            self._not_while_serving(server.label)
+            server.mounted = True
             server.prefix = prefix
             self.mounts.append(server)
             self._lifespan.hooks.append(server.lifespan)
@@ -631,10 +634,19 @@ class Server(Generic[LifespanT]):
             raise TypeError(f"mount() takes a Server or a RemoteServer, got {server!r}")
         if server is self or any(server is a for a in self._ancestors()):
             raise ValueError(f"mounting {server.info.name!r} in {self.info.name!r} makes a cycle")
+        if server._lifespan.user is not None or server._lifespan.hooks:
+            self._not_while_serving(repr(server.info.name))
         mount = LocalMount(server, prefix)
         self.mounts.append(mount)
         server._parents.append((self, mount))
         self._lifespan.hooks.append(lambda _server: server.running())
+
+    def _not_while_serving(self, what: str) -> None:
+        # Its lifespan (a proxy's connections, a child's state) goes in with ours.
+        if self._lifespan.active:
+            raise RuntimeError(
+                f"mount {what} before serving {self.info.name!r}: it needs a lifespan, "
+                "which is entered when serving starts")
 
     def _ancestors(self) -> Iterator[Server[Any]]:
         """The servers this one is mounted in, at any depth."""

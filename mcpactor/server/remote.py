@@ -104,6 +104,8 @@ class RemoteServer:
         self.target = target
         self.options = options
         self.prefix: str | None = None
+        #: Mounted in a server (once only: one nursery of upstream sessions).
+        self.mounted = False
         self.label = _label(target)
         self._nursery: trio.Nursery | None = None
         self._upstreams: dict[Session, _Upstream] = {}

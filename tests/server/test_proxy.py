@@ -153,6 +153,17 @@ async def test_a_proxy_process_in_front_of_a_server_process(tmp_path: Path) -> N
         assert asked.content[0].text == "accept: Ada; model: Hello Ada!"  # type: ignore[union-attr]
 
 
+async def test_a_remote_server_is_mounted_once_and_before_serving() -> None:
+    remote = RemoteServer(UPSTREAM)
+    first, second = Server("a"), Server("b")
+    first.mount(remote)
+    with pytest.raises(ValueError, match="mounted already"):
+        second.mount(remote)
+    async with second.running():
+        with pytest.raises(RuntimeError, match="before serving"):
+            second.mount(RemoteServer(UPSTREAM))
+
+
 def test_bad_targets() -> None:
     with pytest.raises(ValueError, match="empty"):
         Server.as_proxy("")
