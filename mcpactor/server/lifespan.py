@@ -62,15 +62,20 @@ class LifespanRunner(Generic[S]):
         self._started: trio.Event | None = None
         self._failed: BaseException | None = None
         self._idle: trio.Event | None = None
+        self._closing: trio.Event | None = None
 
     @property
     def active(self) -> bool:
-        """Whether the lifespan is entered (startup complete)."""
-        return self._started is not None and self._started.is_set() and self._failed is None
+        """Whether the lifespan is entered (startup complete, not closing)."""
+        return (self._started is not None and self._started.is_set()
+                and self._failed is None and self._closing is None)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Any]:
         """Enter the lifespan, or share it when it is already entered."""
+        while self._closing is not None:
+            # Closing: its state is going away; once it is gone, start it again.
+            await self._closing.wait()
         if self._started is not None:
             # Starting or running already: wait for startup, then share it.
             await self._started.wait()
@@ -88,6 +93,7 @@ class LifespanRunner(Generic[S]):
         self._started = started = trio.Event()
         self._failed = None
         self.users = 1
+        closing = trio.Event()
         try:
             async with AsyncExitStack() as stack:
                 try:
@@ -110,10 +116,13 @@ class LifespanRunner(Generic[S]):
                         self._idle = trio.Event()
                         with trio.CancelScope(shield=True):
                             await self._idle.wait()
+                    self._closing = closing
         finally:
             self._started = None
             self._idle = None
             self.state = None
+            self._closing = None
+            closing.set()
 
     def _call(self, fn: Lifespan[Any]) -> AbstractAsyncContextManager[Any]:
         cm = fn(self.owner) if _takes_server(fn) else fn()

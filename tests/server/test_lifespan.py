@@ -215,3 +215,33 @@ def test_run_over_stdio_from_a_script(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, str(script)], input=requests,
                          capture_output=True, timeout=60, check=True).stdout
     assert b'"text":"ready"' in out
+
+
+async def test_entering_while_it_closes_waits_and_starts_it_again() -> None:
+    events: list[str] = []
+
+    @asynccontextmanager
+    async def slow_close(server: Server) -> AsyncIterator[int]:
+        events.append("open")
+        try:
+            yield len(events)
+        finally:
+            events.append("closing")
+            with trio.CancelScope(shield=True):
+                await trio.sleep(0.05)
+            events.append("closed")
+
+    server = Server("x", lifespan=slow_close)
+    seen: list[int] = []
+
+    async def late() -> None:
+        await trio.sleep(0.01)  # the first user is closing it now
+        async with server.running() as state:
+            seen.append(state)
+
+    async with trio.open_nursery() as nursery:
+        async with server.running() as state:
+            seen.append(state)
+            nursery.start_soon(late)
+    assert events == ["open", "closing", "closed", "open", "closing", "closed"]
+    assert seen == [1, 4]  # the late one got a fresh state, not the closed one
