@@ -167,7 +167,8 @@ async def _main(
             else:
                 session = subject.new_session(transport, tracer=matcher, session_id=trace.session)
                 transport.close_session = session.close
-                await session.run()
+                async with subject.running():  # the server's lifespan, as live
+                    await session.run()
     except Exception as exc:
         # The replayed session died of an exception (an actor's bug): a divergence only
         # if the recording did not die the same way, which check_complete() decides.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import attrs
 
@@ -29,6 +29,13 @@ if TYPE_CHECKING:
     from mcpactor.server.app import Server
 
 T = TypeVar("T")
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as _TypeVarWithDefault
+
+    #: The lifespan's state (what ``Server(lifespan=...)`` yields): ``Context[AppState]``.
+    LifespanT = _TypeVarWithDefault("LifespanT", default=Any)
+else:
+    LifespanT = TypeVar("LifespanT")
 
 #: Severity order of MCP log levels (RFC 5424 names), least severe first.
 LOG_LEVELS: tuple[str, ...] = (
@@ -60,18 +67,48 @@ def session_state(session: Session) -> ServerSessionState:
     return state
 
 
-class Context:
-    """Passed to any handler that declares a parameter annotated ``Context``.
+class Context(Generic[LifespanT]):
+    """Passed to any handler that declares a parameter annotated ``Context`` (or
+    ``Context[AppState]``, which types :attr:`lifespan`).
 
     It reports progress, logs to the client, asks the client for things (sampling,
-    elicitation, roots) and tells whether the request was cancelled.
+    elicitation, roots), tells whether the request was cancelled, and holds the
+    server's lifespan state.
     """
 
     __slots__ = ("_rc", "server")
 
-    def __init__(self, rc: RequestContext, server: Server) -> None:
+    def __init__(self, rc: RequestContext, server: Server[Any]) -> None:
         self._rc = rc
         self.server = server
+
+    @property
+    def lifespan(self) -> LifespanT:
+        """What the server's lifespan yielded (``Server(lifespan=...)``): a database
+        pool, an HTTP client...; None for a server without one. In a mounted server's
+        handler, that server's own."""
+        state: LifespanT = self.server.lifespan_state
+        return state
+
+    @property
+    def lifespan_context(self) -> LifespanT:
+        """The same as :attr:`lifespan` (the name FastMCP and the SDK use)."""
+        return self.lifespan
+
+    @property
+    def method(self) -> str:
+        """The method of the request being answered (``tools/call``, ...)."""
+        return self._rc.method
+
+    @property
+    def session_id(self) -> str:
+        """The session's id (the ``Mcp-Session-Id`` over Streamable HTTP)."""
+        return self._rc.session.id
+
+    @property
+    def request(self) -> RequestContext:
+        """The session-level request (its typed ``params``, ``raw_params``, scope)."""
+        return self._rc
 
     @property
     def request_id(self) -> RequestId:
@@ -311,6 +348,15 @@ class Context:
     async def elicit(
         self,
         message: str,
+        *,
+        response_type: type[T],
+        timeout: Timeout | float | None = None,
+    ) -> ElicitationResult[T]: ...
+
+    @overload
+    async def elicit(
+        self,
+        message: str,
         requested_schema: Any,
         *,
         timeout: Timeout | float | None = None,
@@ -320,14 +366,16 @@ class Context:
     async def elicit(
         self,
         message: str,
-        requested_schema: Any,
+        requested_schema: Any = None,
         *,
+        response_type: Any = None,
         timeout: Timeout | float | None = None,
         key: str | None = None,
     ) -> t.ElicitResult | ElicitationResult[Any]:
         """Ask the user for structured input (form-mode ``elicitation/create``).
 
-        ``requested_schema`` is a type, or a JSON schema written by hand. A type (a
+        ``requested_schema`` (or ``response_type=``, FastMCP's name for it) is a type, or
+        a JSON schema written by hand. A type (a
         pydantic model, dataclass, attrs class or TypedDict whose fields are str, int,
         float, bool, a ``Literal``/``Enum`` of strings or a list of those; or one such
         value alone) gives its form schema and an :class:`ElicitationResult` whose
@@ -343,6 +391,14 @@ class Context:
         (default: derived from the call order) and the handler runs again with the
         answer when the client retries.
         """
+        if response_type is not None:
+            if requested_schema is not None:
+                raise TypeError("elicit() takes the schema once: requested_schema or "
+                                "response_type, not both")
+            requested_schema = response_type
+        if requested_schema is None:
+            raise TypeError("elicit() needs what to ask for: a type (elicit(message, "
+                            "Model)) or a JSON schema")
         form = None
         if not isinstance(requested_schema, dict):
             form = elicitation_form(requested_schema)
@@ -404,3 +460,14 @@ class Context:
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell every subscribed session that ``uri`` changed."""
         await self.server.notify_resource_updated(uri)
+
+    async def read_resource(self, uri: str) -> list[t.TextResourceContents | t.BlobResourceContents]:
+        """Read one of this server's resources (its own, a template's, or a mounted
+        server's) as a client would, without going through middleware; a missing one
+        raises :class:`~mcpactor.ResourceNotFound`."""
+        from mcpactor.server.handler import ServerHandler
+
+        rc = RequestContext(self._rc.session, self._rc.id, "resources/read",
+                            t.ReadResourceRequestParams(uri=uri), None, None, self._rc.scope)
+        result = await ServerHandler(self.server).read_resource(rc)
+        return list(result.contents)

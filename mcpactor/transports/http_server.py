@@ -212,6 +212,9 @@ class McpHttpApp:
             if path == opts.messages_path or path == opts.messages_path.rstrip("/"):
                 await legacy_sse.handle_message(self, scope, headers, receive, send)
                 return
+        # The server's own routes (@server.custom_route), after the MCP endpoints.
+        if await self.server.serve_http_route(scope, receive, send, opts.max_body_size):
+            return
         await asgi.send_error(send, HttpError(404, "Not Found"))
 
     def _allowed_methods(self) -> bytes:
@@ -246,7 +249,8 @@ class McpHttpApp:
         opts = self.options
         mcp = opts.path.rstrip("/")
         legacy = (opts.sse_path, opts.messages_path, opts.messages_path.rstrip("/"))
-        return path in (mcp, mcp + "/") or (opts.legacy_sse and path in legacy)
+        return (path in (mcp, mcp + "/") or (opts.legacy_sse and path in legacy)
+                or self.server.http_route_needs_auth(path))
 
     # -- POST ---------------------------------------------------------------------------
 
