@@ -15,6 +15,7 @@ import attrs
 
 from mcpactor.protocol import types as t
 from mcpactor.protocol.errors import InvalidParams
+from mcpactor.server.dependencies import DependencyPlan
 from mcpactor.server.schema import ToolSignature
 from mcpactor.server.schema.prompts import PromptSignature
 from mcpactor.server.uri_template import UriTemplate
@@ -38,6 +39,11 @@ class ToolEntry:
     #: Whether a call may (``optional``), must (``required``) or must not (``forbidden``)
     #: run as a task (2025-11-25 ``execution.taskSupport``; see mcpactor.server.tasks).
     task_support: str = "forbidden"
+    #: A plain ``def`` runs in a worker thread (``@server.tool(thread=False)``: in the
+    #: event loop).
+    thread: bool = True
+    #: Its ``Depends(...)`` parameters (None: it has none).
+    deps: DependencyPlan | None = None
 
 
 @attrs.define(eq=False)
@@ -48,6 +54,8 @@ class ResourceEntry:
     resource: t.Resource
     context_param: str | None
     is_async: bool
+    thread: bool = True
+    deps: DependencyPlan | None = None
 
 
 @attrs.define(eq=False)
@@ -61,6 +69,8 @@ class TemplateEntry:
     context_param: str | None
     is_async: bool
     is_collection: bool | None = None
+    thread: bool = True
+    deps: DependencyPlan | None = None
 
     def resource_for(self, uri: str) -> t.Resource:
         """The metadata of one concrete resource of this family."""
@@ -114,6 +124,8 @@ class PromptEntry:
     is_async: bool
     #: Turns the client's string arguments into the parameters' types.
     sig: PromptSignature | None = None
+    thread: bool = True
+    deps: DependencyPlan | None = None
 
 
 def encode_cursor(offset: int) -> str:
