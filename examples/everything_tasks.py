@@ -59,16 +59,19 @@ def register(server: Server) -> None:
 
     @server.tool(task="optional")
     async def multi_input(ctx: Context) -> str:
-        """Ask two questions at once; answer with both replies."""
-        replies: dict[str, Any] = {}
+        """Ask two questions at once (one input round in 2026-07-28, one after the other
+        in a session); answer with both replies."""
 
-        async def ask(key: str, question: str) -> None:
-            schema = {"type": "object", "properties": {key: {"type": "string"}},
-                      "required": [key]}
-            answer = await ctx.elicit(question, schema)
-            replies[key] = (answer.content or {}).get(key) if answer.action == "accept" else None
+        def question(key: str, text: str) -> tuple[str, dict[str, Any]]:
+            return ("elicitation/create", {"message": text, "requestedSchema": {
+                "type": "object", "properties": {key: {"type": "string"}}, "required": [key]}})
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(ask, "first", "First answer?")
-            nursery.start_soon(ask, "second", "Second answer?")
-        return f"first={replies['first']}, second={replies['second']}"
+        answers = await ctx.ask({"first": question("first", "First answer?"),
+                                 "second": question("second", "Second answer?")})
+
+        def reply(key: str) -> Any:
+            answer = answers[key]
+            return (answer.get("content") or {}).get(key) if answer.get("action") == "accept" \
+                else None
+
+        return f"first={reply('first')}, second={reply('second')}"

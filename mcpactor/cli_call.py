@@ -22,11 +22,13 @@ nothing on stderr, and the exit status the call would have had anyway (not 141, 
 status of a process killed by SIGPIPE): a cut output says nothing about the server or
 the call, and the status keeps saying whether the tool reported an error.
 
-``--task`` calls the tool as a task (2025-11-25): each status the task goes through is
+``--task`` calls the tool as a task (2025-11-25, so it connects with the handshake):
+each status the task goes through is
 printed on stderr (``task 3f2a9c…: working: step 2``) as the server reports it or as
 polling finds it, then the result as usual; Ctrl-C cancels the task on the server
 first. A tool whose ``execution.taskSupport`` is ``required`` runs as a task without
-the flag; one that does not take tasks is a mistake (exit 2) with ``--task``.
+the flag in a session that has tasks; one that does not take tasks is a mistake
+(exit 2) with ``--task``.
 """
 
 from __future__ import annotations
@@ -174,6 +176,9 @@ async def _run(args: argparse.Namespace, out: _Stdout) -> int:
                                "client_info": {"name": "mcpactor-call", "version": "1"}}
     if args.trace:
         options["trace"] = args.trace
+    if args.task:
+        # The tasks mcpactor speaks are 2025-11-25's: a handshake session.
+        options["mode"] = "legacy"
     arguments = _arguments(args.arguments, "ARGUMENTS") if args.tool is not None else {}
     if (args.task or args.ttl is not None) and args.tool is None:
         raise _cli_error("--task and --ttl need a tool: mcpactor call TARGET TOOL ARGS --task")
@@ -210,9 +215,9 @@ async def _run(args: argparse.Namespace, out: _Stdout) -> int:
             raise _cli_error(f"the server has no tool {args.tool!r} (its tools: {names})")
         tool = next(tool for tool in tools if tool.name == args.tool)
         support = tool.execution.task_support if tool.execution is not None else None
-        if args.task or support == "required":
-            if support not in ("optional", "required") or not t.accepts_task(
-                    client.server_capabilities, "tools/call"):
+        takes_tasks = t.accepts_task(client.server_capabilities, "tools/call")
+        if args.task or (support == "required" and takes_tasks):
+            if support not in ("optional", "required") or not takes_tasks:
                 raise _cli_error(f"the tool {args.tool!r} does not run as a task (its "
                                  f"execution.taskSupport is {support or 'forbidden'!r}): "
                                  "call it without --task")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpactor.client.results import ToolResult
 from mcpactor.protocol import types as t
+from mcpactor.protocol import versions
 from mcpactor.protocol.convert import to_wire
 from mcpactor.protocol.errors import CapabilityNotSupported, McpError
 from mcpactor.session.context import RequestContext
@@ -87,6 +88,11 @@ async def call_tool_task(
     result_type: Any = None,
 ) -> TaskHandle[ToolResult[Any]]:
     """Call a tool as a task (see :meth:`mcpactor.client.Client.call_tool_task`)."""
+    if versions.is_modern(client.protocol_version):
+        raise CapabilityNotSupported(
+            f"cannot call {name!r} as a task: this session speaks "
+            f"{client.protocol_version}, whose tasks extension (SEP-2663) mcpactor does not "
+            "speak yet; connect with mode='legacy' for the tasks of 2025-11-25")
     if not t.accepts_task(client.server_capabilities, "tools/call"):
         raise CapabilityNotSupported(
             f"cannot call {name!r} as a task: the server does not declare "

@@ -296,7 +296,9 @@ class Connection:
             ), out)
             return
         if method == "server/discover":
-            result = modern.discover_result(self.capabilities, self.info, self.instructions)
+            result = modern.discover_result(
+                versions.capabilities_for(meta.version, self.capabilities), self.info,
+                self.instructions)
             result = modern.complete_result(method, result, self.info, self.cache_policy)
             out.append(Reply(jsonrpc.encode_response(rid, result), "discover", rid))
             return

@@ -89,14 +89,16 @@ def resource_not_found_code(version: str | None, method: str = "resources/read")
 
 
 def has_tasks(version: str | None) -> bool:
-    """Tasks (task-augmented requests, ``tasks/*``) exist from 2025-11-25."""
-    return version is not None and at_least(version, V2025_11_25)
+    """The tasks of 2025-11-25 (task-augmented requests, ``tasks/*``): that revision's
+    handshake sessions only. 2026-07-28 moved tasks to an extension (SEP-2663) with
+    another wire form, which mcpactor does not speak yet."""
+    return version is not None and not is_modern(version) and at_least(version, V2025_11_25)
 
 
 def capabilities_for(version: str, capabilities: dict[str, object]) -> dict[str, object]:
     """Our declared capabilities as a peer on ``version`` understands them: a capability
-    that revision does not define (``completions`` before 2025-03-26, ``tasks`` before
-    2025-11-25) is left out."""
+    that revision does not define (``completions`` before 2025-03-26, the ``tasks`` of
+    2025-11-25 in any other revision) is left out."""
     drop = set()
     if not has_completions_capability(version):
         drop.add("completions")

@@ -25,10 +25,10 @@ from mcpactor.protocol.connection import Connection
 from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import CapabilityNotSupported
 from mcpactor.protocol.lifecycle import Role, State
-from mcpactor.server import skills as server_skills
-from mcpactor.server import tasks as server_tasks
 from mcpactor.protocol.modern import CachePolicy
 from mcpactor.protocol.mrtr import RequestStateCodec
+from mcpactor.server import skills as server_skills
+from mcpactor.server import tasks as server_tasks
 from mcpactor.server.content import _CONTENT_TYPES
 from mcpactor.server.context import Context, session_state
 from mcpactor.server.dependencies import dependency_params, plan_dependencies

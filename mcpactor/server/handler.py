@@ -29,19 +29,15 @@ from mcpactor.protocol.errors import (
 from mcpactor.protocol.json_schema import first_error
 from mcpactor.protocol.mrtr import InputRequired
 from mcpactor.protocol.versions import resource_not_found_code
+from mcpactor.server import compose
 from mcpactor.server import skills as server_skills
 from mcpactor.server import tasks as server_tasks
 from mcpactor.server.compat import downgrade_content, downgrade_tool_result
 from mcpactor.server.content import _CONTENT_TYPES, resource_contents, to_content, to_json_text
 from mcpactor.server.context import LOG_LEVELS, Context, session_state
-from mcpactor.server.registry import ToolEntry, paginate
-from mcpactor.server import compose
-from mcpactor.server.compat import downgrade_content, downgrade_tool_result
-from mcpactor.server.content import _CONTENT_TYPES, resource_contents, to_content, to_json_text
-from mcpactor.server.context import LOG_LEVELS, Context, session_state
 from mcpactor.server.dependencies import DependencyPlan
 from mcpactor.server.listen import listen
-from mcpactor.server.registry import ResourceEntry, TemplateEntry, paginate
+from mcpactor.server.registry import ResourceEntry, TemplateEntry, ToolEntry, paginate
 from mcpactor.server.rounds import finish_rounds, open_rounds
 from mcpactor.server.schema import serialize_output, to_jsonable
 from mcpactor.session.context import RequestContext
@@ -218,6 +214,8 @@ class ServerHandler:
     async def all_resources(self, rc: RequestContext) -> list[t.Resource]:
         """Every resource, mounted ones included."""
         own = [e.resource for e in self.server.resources.values()]
+        if self.server.skill_catalogs:
+            own += server_skills.list_resources(self.server)
         if not self.server.mounts:
             return own
         return await compose.merged("resource", own, self.server.mounts, rc,
@@ -322,6 +320,9 @@ class ServerHandler:
     async def tasks(self, rc: RequestContext) -> Any:
         """``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/cancel``
         (2025-11-25; gated by the ``tasks`` capability in the method table)."""
+        if rc.modern is not None:
+            raise MethodNotFound(f"Method not found: {rc.method} (the 2026-07-28 tasks "
+                                 "extension is not supported; 2025-11-25 sessions have tasks)")
         return await tasks_wire.answer(self.server.task_runtime, rc)
 
     # -- resources ---------------------------------------------------------------------

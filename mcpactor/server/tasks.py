@@ -12,8 +12,9 @@ The rules of ``execution.taskSupport`` (the tasks page, "Tool-Level Negotiation"
 
 - a server declaring no task support for ``tools/call`` ignores ``task`` in the params
   and answers normally (it has no task tools: see :func:`capability`), and so does a
-  session on a revision before 2025-11-25 (no tasks there: even a ``required`` tool
-  answers as a plain call);
+  request on any revision but 2025-11-25 (an older one has no tasks; 2026-07-28 has
+  the tasks extension, SEP-2663, not implemented yet: even a ``required`` tool answers
+  as a plain call there);
 - ``forbidden`` (the default) with ``task``: -32601;
 - ``required`` without ``task``: -32601;
 - ``optional``: either way.
@@ -67,12 +68,13 @@ def route(handler: ServerHandler, rc: RequestContext, entry: ToolEntry,
           params: t.CallToolRequestParams) -> bool:
     """Whether this ``tools/call`` runs as a task; -32601 when the tool's task support
     and the request disagree (see the module)."""
-    conn = rc.session.connection
-    if not versions.has_tasks(conn.protocol_version):
-        # An older revision has no tasks: every tool answers as a plain call.
+    if not versions.has_tasks(rc.protocol_version):
+        # No 2025-11-25 tasks in this request's revision (an older one, or 2026-07-28,
+        # whose tasks extension is not implemented): every tool answers as a plain call.
         return False
     support = entry.task_support
-    wants = params.task is not None and t.accepts_task(conn.capabilities, "tools/call")
+    wants = params.task is not None and t.accepts_task(rc.session.connection.capabilities,
+                                                       "tools/call")
     if wants and support == "forbidden":
         raise MethodNotFound(
             f"Method not found: tool {params.name!r} does not run as a task "

@@ -33,11 +33,10 @@ class TaskRequestContext(RequestContext):
     __slots__ = ("task",)
 
     def __init__(self, rc: RequestContext, task: RunningTask) -> None:
-        self.id = rc.id
-        self.method = rc.method
-        self.params = rc.params
-        self.raw_params = rc.raw_params
-        self.progress_token = rc.progress_token
+        # Everything the request context holds, but its session and its cancel scope.
+        for name in RequestContext.__slots__:
+            if name not in ("session", "scope"):
+                setattr(self, name, getattr(rc, name))
         self.scope = task.scope
         self.task = task
 

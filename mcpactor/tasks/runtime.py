@@ -51,6 +51,7 @@ from mcpactor.protocol.errors import (
     ServerBusy,
 )
 from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.protocol.lifecycle import State
 from mcpactor.tasks.store import InMemoryTaskStore, TaskRecord, TaskStore
 
 if TYPE_CHECKING:
@@ -182,7 +183,7 @@ class RunningTask:
 
     def live_sessions(self) -> list[Session]:
         """The attached sessions still open, newest last (closed ones are forgotten)."""
-        for gone in [s for s in self._sessions if s.closed.is_set()]:
+        for gone in [s for s in self._sessions if _ended(s)]:
             del self._sessions[gone]
         return list(self._sessions)
 
@@ -267,8 +268,10 @@ class RunningTask:
         session, related = target
         try:
             await session.notify(method, params, related_request=related)
-        except ConnectionClosed:
-            return False
+        except McpError:
+            if not _ended(session):
+                raise
+            return False  # it closed meanwhile: nobody left to tell
         return True
 
     async def ask(
@@ -301,7 +304,9 @@ class RunningTask:
                     return await session.request(method, wire, timeout=timeout,
                                                  result_cls=result_cls,
                                                  related_request=related)
-                except ConnectionClosed:
+                except McpError as exc:
+                    if not (isinstance(exc, ConnectionClosed) or _ended(session)):
+                        raise
                     # The requestor left mid-question: ask whoever comes back for the task.
                     self._sessions.pop(session, None)
         finally:
@@ -551,6 +556,11 @@ class TaskRuntime:
 def ttl_seconds(record: TaskRecord) -> float:
     """A record's TTL in seconds (inf: unlimited)."""
     return math.inf if record.ttl_ms is None else record.ttl_ms / 1000
+
+
+def _ended(session: Session) -> bool:
+    """Whether ``session`` is over (or closing: its connection refuses to send)."""
+    return session.closed.is_set() or session.connection.state is State.CLOSED
 
 
 def _bounded_shield(seconds: float = 5.0) -> trio.CancelScope:

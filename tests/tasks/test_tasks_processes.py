@@ -27,7 +27,7 @@ async def elicit_bob(params: Any) -> t.ElicitResult:
 async def test_stdio_task_with_progress_and_elicitation() -> None:
     handlers = ClientHandlers(elicitation=elicit_bob)
     with trio.fail_after(30):
-        async with connect_stdio(STDIO, handlers=handlers) as client:
+        async with connect_stdio(STDIO, handlers=handlers, mode="legacy") as client:
             slow = await client.call_tool_task("slow", {"n": 3, "delay": 0.05})
             seen = [task.status_message async for task in slow.statuses()]
             assert "step 3 of 3" in seen and slow.status == "completed"
@@ -55,9 +55,9 @@ def test_cli_call_task_prints_statuses_then_the_result() -> None:
     assert failed.returncode == 1 and "kaput" in failed.stdout
     assert any(line.endswith(": failed: Error executing tool boom: kaput")
                for line in failed.stderr.splitlines())
-    # A required task tool runs as a task without the flag (this one needs elicitation,
-    # which `mcpactor call` does not offer: its task fails, exit 1).
-    required = run_cli(target, "ask_name")
+    # A tool that needs elicitation, which `mcpactor call` does not offer: its task
+    # fails, exit 1.
+    required = run_cli(target, "ask_name", "--task")
     assert required.returncode == 1 and "elicitation" in required.stdout
     assert any(line.startswith("task ") and ": failed: " in line
                for line in required.stderr.splitlines())
@@ -74,12 +74,12 @@ async def test_http_task_outlives_the_client_that_made_it(
         http_server: Callable[..., tuple[subprocess.Popen[bytes], str]]) -> None:
     proc, url = http_server(TARGET)
     with trio.fail_after(60):
-        async with connect_http(url) as first:
+        async with connect_http(url, mode="legacy") as first:
             handle = await first.call_tool_task("slow", {"n": 8, "delay": 0.1})
             task_id = handle.task_id
             first_session = first.session.id
         # That client closed its session (DELETE); a new one collects the task.
-        async with connect_http(url) as second:
+        async with connect_http(url, mode="legacy") as second:
             assert second.session.id != first_session
             again = await second.task(task_id, tool="slow")
             statuses = [task.status async for task in again.statuses()]
@@ -101,7 +101,7 @@ async def test_http_elicitation_and_sampling_inside_tasks(
 
     handlers = ClientHandlers(elicitation=elicit_bob, sampling=sample)
     with trio.fail_after(60):
-        async with connect_http(url, handlers=handlers) as client:
+        async with connect_http(url, handlers=handlers, mode="legacy") as client:
             asked = await client.call_tool_task("ask_name", {})
             model = await client.call_tool_task("ask_model", {"prompt": "answer?"})
             # tasks/result waits; the questions come on its stream.
