@@ -213,7 +213,22 @@ class Client:
         return self.session.connection.peer_instructions
 
     async def _initialize(self, protocol_version: str, timeout: float | None) -> None:
-        rid, data = self.session.connection.start_initialize(protocol_version)
+        observer = self.session.observer
+        if observer is None:
+            await self._handshake(protocol_version, timeout, None)
+            return
+        # Observed: initialize is a CLIENT span too, its context in params._meta.
+        span, meta = observer.start_initialize()
+        try:
+            await self._handshake(protocol_version, timeout, meta)
+        except BaseException as exc:
+            observer.end_initialize(span, exc)
+            raise
+        observer.end_initialize(span, None)
+
+    async def _handshake(self, protocol_version: str, timeout: float | None,
+                         meta: dict[str, Any] | None) -> None:
+        rid, data = self.session.connection.start_initialize(protocol_version, meta)
         waiter = Waiter(rid, "initialize", Timeout(timeout), None, trio.current_time())
         self.session.tracker.add(waiter)
         await self.session.send_raw(data)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from mcpactor.observability import switch as observe
 from mcpactor.protocol import jsonrpc, versions
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Scope, Send
@@ -59,6 +60,12 @@ class McpHttpApp:
         self.policy = OriginPolicy(self.options.allowed_hosts, self.options.allowed_origins)
         self.sessions: dict[str, HttpSession] = {}
         self._nursery: trio.Nursery | None = None
+        self._metrics: Any = None
+        if self.options.metrics_path is not None:
+            # Before any session exists: sessions read the switch when they are made.
+            from mcpactor.observability import enable_prometheus
+
+            self._metrics = enable_prometheus()
 
     @property
     def response_mode(self) -> str:
@@ -136,6 +143,9 @@ class McpHttpApp:
             return
         if kind != "http":
             return
+        # Observed: the request's W3C trace context headers, for the messages it carries.
+        carrier = (observe.enter_http(scope.get("headers", []))
+                   if observe.ACTIVE is not None else None)
         try:
             await self._http(scope, receive, send)
         except (asgi.ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
@@ -152,6 +162,9 @@ class McpHttpApp:
                 await asgi.send_error(send, HttpError(500, "Internal Server Error", -32603))
             except Exception:
                 pass  # the response had already started
+        finally:
+            if carrier is not None:
+                observe.HTTP_CARRIER.reset(carrier)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope.get("headers", []))
@@ -168,6 +181,11 @@ class McpHttpApp:
         if opts.auth is not None and await opts.auth.guard(
             scope, headers, self._protected(path), send
         ):
+            return
+        if path == opts.metrics_path and self._metrics is not None:
+            from mcpactor.observability.prometheus import serve_metrics
+
+            await serve_metrics(self._metrics, method, send)
             return
         if path == opts.path or path == opts.path.rstrip("/") + "/":
             if method == "POST":
