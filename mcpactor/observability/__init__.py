@@ -28,8 +28,7 @@ if TYPE_CHECKING:
     from mcpactor.observability.instrumentation import Instrumentation
     from mcpactor.observability.prometheus import PromMetrics
 
-__all__ = ["enable_prometheus", "instrument", "instrumentation", "register_gauge",
-           "uninstrument"]
+__all__ = ["current", "enable_prometheus", "instrument", "register_gauge", "uninstrument"]
 
 #: Gauges registered before Prometheus was turned on (they join it then).
 _GAUGES: dict[str, tuple[str, Callable[[], float]]] = {}
@@ -72,7 +71,7 @@ def uninstrument() -> None:
     switch.ACTIVE = None
 
 
-def instrumentation() -> Instrumentation | None:
+def current() -> Instrumentation | None:
     """The instrumentation in force, if any."""
     return switch.ACTIVE
 
