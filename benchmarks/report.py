@@ -85,12 +85,14 @@ def ratios(summary: list[dict[str, Any]], subject: str) -> list[dict[str, Any]]:
     return out
 
 
-def trace_costs(summary: list[dict[str, Any]], subject: str) -> list[dict[str, Any]]:
-    """What recording a trace costs: 1 - traced rate / untraced rate, per workload."""
+def trace_costs(summary: list[dict[str, Any]], subject: str,
+                variant: str = "traced") -> list[dict[str, Any]]:
+    """What a variant costs (recording a trace: ``traced``; OpenTelemetry: ``otel``):
+    1 - variant rate / subject rate, per workload."""
     by = {(r["workload"], r["server"]): r for r in summary}
     out = []
     for r in summary:
-        if r["server"] != f"{subject}_traced" or not r.get("calls_per_s"):
+        if r["server"] != f"{subject}_{variant}" or not r.get("calls_per_s"):
             continue
         plain = by.get((r["workload"], subject))
         if plain and plain.get("calls_per_s"):
@@ -138,10 +140,12 @@ def format_table(
         tput = "n/a" if q["throughput_ratio"] is None else f"{q['throughput_ratio']:.2f}x"
         p99 = "" if q["p99_ratio"] is None else f"   p99 {q['p99_ratio']:.2f}x"
         lines.append(f"  {q['workload']:<20} vs {q['versus']:<20} ({q['role']:<7}) {tput:>8}{p99}")
-    costs = trace_costs(summary, subject)
-    if costs:
-        lines += ["", "trace recording cost (1 - traced/untraced rate):"]
-        lines += [f"  {c['workload']:<20} {100 * c['cost']:6.1f}%" for c in costs]
+    for variant, title in (("traced", "trace recording cost (1 - traced/untraced rate)"),
+                           ("otel", "OpenTelemetry cost (1 - otel/plain rate)")):
+        costs = trace_costs(summary, subject, variant)
+        if costs:
+            lines += ["", f"{title}:"]
+            lines += [f"  {c['workload']:<20} {100 * c['cost']:6.1f}%" for c in costs]
     return "\n".join(lines)
 
 

@@ -209,8 +209,9 @@ def _request_end(trace: Trace, request: Any, session: str | None) -> int:
             sessions.add(ev.session)
     if last is None or not sessions:
         where = f" in session {session}" if session else ""
-        raise _cli_error(f"{trace.path}: no handler for request {key.decode()}{where} "
-                         "(`mcpactor trace show` lists the requests)")
+        raise _cli_error(f"no handler ran for request {key.decode()}{where} in "
+                         f"{trace.path} (the request ids are the ones in message_in events; "
+                         "`mcpactor trace show` lists them)")
     if len(sessions) > 1:
         raise _cli_error(f"{trace.path}: several sessions have a request {key.decode()}: "
                          "name one with --session SID")

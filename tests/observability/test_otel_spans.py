@@ -10,7 +10,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from mcpactor import Context, Server
 from mcpactor.observability import semconv
-from mcpactor.protocol import jsonrpc
+from mcpactor.protocol import jsonrpc, versions
 from mcpactor.protocol.errors import RequestError, RequestTimeout
 from mcpactor.server import ToolError
 from mcpactor.testing import open_client
@@ -229,3 +229,15 @@ async def test_off_means_no_observer() -> None:
     async with open_client(server) as client:
         assert client.session.observer is None
         assert (await client.call_tool("add", {"a": 1, "b": 2})).data == {"result": 3}
+
+
+@pytest.mark.parametrize("version", versions.SUPPORTED_VERSIONS)
+async def test_every_revision_propagates(version: str) -> None:
+    with collecting() as c:
+        async with open_client(server, protocol_version=version) as client:
+            assert client.protocol_version == version
+            await client.call_tool("add", {"a": 1, "b": 2})
+        ours, theirs = c.one("tools/call add", "CLIENT"), c.one("tools/call add", "SERVER")
+        assert theirs.parent.span_id == ours.context.span_id
+        assert theirs.context.trace_id == ours.context.trace_id
+        assert _attrs(theirs)[semconv.PROTOCOL_VERSION] == version

@@ -116,13 +116,17 @@ async def _record(trace_file: Path) -> None:
         await client.ping()
 
 
+def _export(trace_file: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mcpactor", "trace", "export", str(trace_file),
+                           "--format", "perfetto", "-o", str(out)],
+                          capture_output=True, text=True, timeout=60)
+
+
 async def test_export_is_valid_trace_event_json(tmp_path: Path) -> None:
     trace_file = tmp_path / "t.jsonl"
     await _record(trace_file)
     out = tmp_path / "t.json"
-    done = subprocess.run([sys.executable, "-m", "mcpactor", "trace", "export", str(trace_file),
-                           "--format", "perfetto", "-o", str(out)],
-                          capture_output=True, text=True, timeout=60)
+    done = _export(trace_file, out)
     assert done.returncode == 0, done.stderr
     assert "ui.perfetto.dev" in done.stdout
     doc = orjson.loads(out.read_bytes())
