@@ -46,7 +46,10 @@ class Found:
     handler_seq: int | None
 
     def replay_command(self) -> str:
-        """The command that replays the file up to this request and shows its steps."""
+        """The command that replays the file up to this request and shows its steps (a
+        request a recorded client sent: up to its sending)."""
+        if self.via == "message_out" and self.handler_seq is None:
+            return f"mcpactor replay {shlex.quote(str(self.file))} --until {self.via_seq}"
         rid = orjson.dumps(self.request).decode()
         cmd = f"mcpactor replay {shlex.quote(str(self.file))} --request {shlex.quote(rid)}"
         return cmd + (f" --session {self.session}" if self.session else "")

@@ -241,3 +241,22 @@ async def test_every_revision_propagates(version: str) -> None:
         assert theirs.parent.span_id == ours.context.span_id
         assert theirs.context.trace_id == ours.context.trace_id
         assert _attrs(theirs)[semconv.PROTOCOL_VERSION] == version
+
+
+async def test_websocket_propagates() -> None:
+    from mcpactor import connect_websocket
+    from mcpactor.transports.websocket import serve_websocket
+
+    with collecting() as c, trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(
+                lambda task_status: serve_websocket(server, port=0, quiet=True,
+                                                    task_status=task_status))
+            async with connect_websocket(url) as client:
+                await client.call_tool("add", {"a": 2, "b": 2})
+            nursery.cancel_scope.cancel()
+        ours, theirs = c.one("tools/call add", "CLIENT"), c.one("tools/call add", "SERVER")
+        assert theirs.parent.span_id == ours.context.span_id
+        for span in (ours, theirs):
+            assert _attrs(span)[semconv.NETWORK_TRANSPORT] == "tcp"
+            assert _attrs(span)[semconv.NETWORK_PROTOCOL_NAME] == "websocket"

@@ -71,3 +71,19 @@ def test_replay_request_that_is_not_there(tmp_path: Path) -> None:
     out = _mcpactor("replay", str(trace_file), "--request", "7")
     assert out.returncode == 2
     assert "no handler ran for request 7" in out.stderr
+
+
+async def test_a_client_trace_is_found_by_the_traceparent_it_sent(tmp_path: Path) -> None:
+    client_trace = tmp_path / "client.jsonl"
+    command = [sys.executable, "-m", "mcpactor", "run", SERVER]
+    with collecting():
+        with _tracer.start_as_current_span("agent") as agent:
+            async with connect_stdio(command, trace=client_trace) as client:
+                await client.call_tool("lookup", {"city": "Lima"})
+        trace_id = f"{agent.get_span_context().trace_id:032x}"
+    found = _mcpactor("trace", "find", trace_id, str(client_trace))
+    assert found.returncode == 0, found.stderr
+    lines = found.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if "(tools/call)" in line)
+    assert "message_out #" in lines[at + 1] and "traceparent sent" in lines[at + 1]
+    assert lines[at + 2].startswith(f"  replay: mcpactor replay {client_trace} --until ")
