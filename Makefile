@@ -26,6 +26,7 @@ typecheck: setup
 
 unit: setup
 	scripts/npm-interop.sh install
+	scripts/scaleout-deps.sh install
 	$(BIN)/python -m pytest -q
 
 # The official conformance suite (@modelcontextprotocol/conformance): server mode
@@ -34,9 +35,10 @@ unit: setup
 # warning fails the target.
 conformance: setup
 	scripts/conformance.sh install
+	CONFORMANCE_VERSION=0.2.0-alpha.12 scripts/conformance.sh install
 	scripts/conformance-server.sh
-	MCPACTOR_HTTP_SERVER=hypercorn scripts/conformance-server.sh
-	MCPACTOR_SSE_RESPONSE=1 scripts/conformance-server.sh
+	MCPACTOR_HTTP_SERVER=hypercorn CONFORMANCE_SUITES="stable alpha-2026" scripts/conformance-server.sh
+	MCPACTOR_SSE_RESPONSE=1 CONFORMANCE_SUITES="stable alpha-2026" scripts/conformance-server.sh
 	scripts/conformance-client.sh
 	scripts/conformance-auth.sh
 

@@ -101,7 +101,8 @@ SERVERS: list[ServerSpec] = [
             "http": ["{mcpactor}", "run", _ECHO, *_HTTP, "--trace", "{tmp}/http-traces"],
         },
         "mcpactor run --trace: recording every event to JSONL",
-        workloads={"stdio_seq", "stdio_pipelined", "http_seq", "http_concurrent"},
+        workloads={"stdio_seq", "stdio_pipelined", "http_seq", "http_concurrent",
+                   "http_churn_worst"},
     ),
     ServerSpec(
         "mcpactor_otel",

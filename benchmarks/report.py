@@ -87,17 +87,25 @@ def ratios(summary: list[dict[str, Any]], subject: str) -> list[dict[str, Any]]:
 
 def trace_costs(summary: list[dict[str, Any]], subject: str,
                 variant: str = "traced") -> list[dict[str, Any]]:
-    """What a variant costs (recording a trace: ``traced``; OpenTelemetry: ``otel``):
-    1 - variant rate / subject rate, per workload."""
+    """What a variant costs (recording a trace: ``traced``; OpenTelemetry: ``otel``), per
+    workload: 1 - variant rate / subject rate, or for a lower-is-better row (a worst
+    latency) variant / subject - 1. ``target`` says whether a worst latency stays within
+    max(2x, +15 ms) of the subject's."""
     by = {(r["workload"], r["server"]): r for r in summary}
+    lower = {w.name for w in WORKLOADS if w.lower_is_better}
     out = []
     for r in summary:
         if r["server"] != f"{subject}_{variant}" or not r.get("calls_per_s"):
             continue
         plain = by.get((r["workload"], subject))
-        if plain and plain.get("calls_per_s"):
-            out.append({"workload": r["workload"],
-                        "cost": 1 - r["calls_per_s"] / plain["calls_per_s"]})
+        if not plain or not plain.get("calls_per_s"):
+            continue
+        traced, untraced = r["calls_per_s"], plain["calls_per_s"]
+        if r["workload"] in lower:
+            out.append({"workload": r["workload"], "cost": traced / untraced - 1,
+                        "target": traced <= max(2 * untraced, untraced + 15.0)})
+        else:
+            out.append({"workload": r["workload"], "cost": 1 - traced / untraced})
     return out
 
 
@@ -140,12 +148,18 @@ def format_table(
         tput = "n/a" if q["throughput_ratio"] is None else f"{q['throughput_ratio']:.2f}x"
         p99 = "" if q["p99_ratio"] is None else f"   p99 {q['p99_ratio']:.2f}x"
         lines.append(f"  {q['workload']:<20} vs {q['versus']:<20} ({q['role']:<7}) {tput:>8}{p99}")
-    for variant, title in (("traced", "trace recording cost (1 - traced/untraced rate)"),
-                           ("otel", "OpenTelemetry cost (1 - otel/plain rate)")):
-        costs = trace_costs(summary, subject, variant)
-        if costs:
-            lines += ["", f"{title}:"]
-            lines += [f"  {c['workload']:<20} {100 * c['cost']:6.1f}%" for c in costs]
+    costs = trace_costs(summary, subject)
+    if costs:
+        lines += ["", "trace recording cost (1 - traced/untraced rate; worst latencies: "
+                  "traced/untraced - 1, target max(2x, +15 ms)):"]
+        lines += [f"  {c['workload']:<20} {100 * c['cost']:6.1f}%"
+                  + ("" if "target" not in c else
+                     "  within target" if c["target"] else "  OVER TARGET")
+                  for c in costs]
+    costs = trace_costs(summary, subject, "otel")
+    if costs:
+        lines += ["", "OpenTelemetry cost (1 - otel/plain rate):"]
+        lines += [f"  {c['workload']:<20} {100 * c['cost']:6.1f}%" for c in costs]
     return "\n".join(lines)
 
 

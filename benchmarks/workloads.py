@@ -180,6 +180,18 @@ def http_sessions(target: Target, cfg: Config) -> Measurement:
     )
 
 
+@workload(
+    "http_churn_worst", transport="http", unit="ms worst", instance="churn",
+    lower_is_better=True, servers={"mcpactor", "mcpactor_traced"}, quick=False,
+)
+def http_churn_worst(target: Target, cfg: Config) -> Measurement:
+    """Worst call latency of one session while 30 other clients open, use and end
+    sessions on the same server: traced against untraced, what recording costs the
+    sessions that are not churning (its sink and its trace files opening and closing)."""
+    host, port, _ = target.http_endpoint("http@churn")
+    return http_client.churn_latency(host, port, churners=30, duration=max(cfg.duration, 3.0))
+
+
 def _rss_bytes(pid: int) -> int:
     import psutil
 

@@ -437,6 +437,174 @@ async def complete(ref: Any, argument: Any, context: Any) -> list[str]:
     return [option for option in options if option.startswith(argument.value)]
 
 
+# --------------------------------------------------------------------------- tools: 2026-07-28
+# The same handlers serve both eras: in a 2025 session ctx.elicit/sample/list_roots are
+# requests to the client; in a stateless 2026-07-28 request they become an
+# InputRequiredResult (``key`` names the input) and the tool runs again on the retry.
+
+_NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}},
+                "required": ["name"]}
+_OK_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+@server.tool()
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Asks the user's name (one input round)."""
+    result = await ctx.elicit("What is your name?", _NAME_SCHEMA, key="user_name")
+    return f"Hello, {(result.content or {}).get('name', 'stranger')}!"
+
+
+@server.tool()
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    """Asks the client's model a question (one input round)."""
+    result = await ctx.sample("What is the capital of France?", max_tokens=100,
+                              key="capital_question")
+    return f"LLM response: {_text_of(result.content)}"
+
+
+@server.tool()
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    """Asks for the client's roots (one input round)."""
+    roots = await ctx.list_roots(key="client_roots")
+    return "Roots: " + ", ".join(str(root.uri) for root in roots)
+
+
+@server.tool()
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """One confirmation round; the retry's requestState is verified by the runtime."""
+    result = await ctx.elicit("Please confirm", _OK_SCHEMA, key="confirm")
+    return f"state-ok: confirmed={(result.content or {}).get('ok')}"
+
+
+@server.tool()
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """One confirmation round; a tampered requestState is refused (-32602)."""
+    result = await ctx.elicit("Please confirm", _OK_SCHEMA, key="confirm")
+    return f"confirmed={(result.content or {}).get('ok')}"
+
+
+@server.tool()
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Two rounds, one after the other."""
+    name = await ctx.elicit("Step 1: What is your name?", _NAME_SCHEMA, key="step1")
+    color = await ctx.elicit(
+        "Step 2: What is your favorite color?",
+        {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+        key="step2",
+    )
+    return (f"{(name.content or {}).get('name')} likes "
+            f"{(color.content or {}).get('color')}")
+
+
+@server.tool()
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Three inputs of different kinds in one round."""
+    answers = await ctx.ask({
+        "user_name": ("elicitation/create",
+                      {"message": "What is your name?", "requestedSchema": _NAME_SCHEMA}),
+        "greeting": ("sampling/createMessage", {
+            "messages": [{"role": "user",
+                          "content": {"type": "text", "text": "Generate a greeting"}}],
+            "maxTokens": 50,
+        }),
+        "client_roots": ("roots/list", {}),
+    })
+    name = (answers["user_name"].get("content") or {}).get("name")
+    roots = len(answers["client_roots"].get("roots") or [])
+    return f"name={name}, greeting received, {roots} root(s)"
+
+
+@server.tool()
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Asks only for what the client declared: elicitation if it can, else sampling."""
+    if ctx.client_supports("elicitation"):
+        result = await ctx.elicit("What is your name?", _NAME_SCHEMA, key="user_name")
+        return f"Hello, {(result.content or {}).get('name')}!"
+    if ctx.client_supports("sampling"):
+        sampled = await ctx.sample("Say hello", max_tokens=20, key="greeting")
+        return f"LLM response: {_text_of(sampled.content)}"
+    return "the client declared neither elicitation nor sampling"
+
+
+@server.prompt()
+async def test_input_required_result_prompt(ctx: Context) -> str:
+    """A prompt that needs context from the user first."""
+    result = await ctx.elicit(
+        "What context should the prompt use?",
+        {"type": "object", "properties": {"context": {"type": "string"}},
+         "required": ["context"]},
+        key="prompt_context",
+    )
+    return f"Use this context: {(result.content or {}).get('context')}"
+
+
+@server.tool()
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs sampling: a client that did not declare it gets -32021 (2026-07-28)."""
+    result = await ctx.sample("Say something", max_tokens=20)
+    return f"LLM response: {_text_of(result.content)}"
+
+
+@server.tool()
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Reports progress, then needs the user's name: in 2026-07-28 the response stream
+    carries notifications and the InputRequiredResult, never a request."""
+    await ctx.report_progress(1, 2, "asking for a name")
+    result = await ctx.elicit("What is your name?", _NAME_SCHEMA, key="user_name")
+    return f"Hello, {(result.content or {}).get('name')}!"
+
+
+@server.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs at info: a 2026-07-28 request hears it only if its _meta set a logLevel."""
+    await ctx.info("test_logging_tool ran")
+    return "logged"
+
+
+_toggled_tool = "test_toggled_tool"
+
+
+async def _toggled() -> str:
+    """Added and removed again by the test_trigger_* tools."""
+    return "toggled"
+
+
+@server.tool(input_schema={
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "description": "Where to run the query",
+                   "x-mcp-header": "Region"},
+        "query": {"type": "string", "description": "The query"},
+    },
+    "required": ["region", "query"],
+})
+async def test_header_mirrored(region: str, query: str) -> str:
+    """Its region argument is mirrored in an Mcp-Param-Region header (SEP-2243)."""
+    return f"ran {query!r} in {region}"
+
+
+@server.tool()
+async def test_trigger_tool_change() -> str:
+    """Adds or removes a tool, so the tool list changes (list_changed to listeners)."""
+    if _toggled_tool in server.tools:
+        server.remove_tool(_toggled_tool)
+    else:
+        server.tool(name=_toggled_tool, description="Added by test_trigger_tool_change")(_toggled)
+    await server.notify_tools_list_changed()
+    return "tool list changed"
+
+
+@server.tool()
+async def test_trigger_prompt_change() -> str:
+    """Adds or removes a prompt, so the prompt list changes."""
+    if "test_toggled_prompt" in server.prompts:
+        del server.prompts["test_toggled_prompt"]
+    else:
+        server.prompt(name="test_toggled_prompt")(_toggled)
+    await server.notify_prompts_list_changed()
+    return "prompt list changed"
+
+
 # --------------------------------------------------------------------------- main
 
 

@@ -52,6 +52,16 @@ def _load_server(spec: str) -> object:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Serve an entry point over stdio or HTTP."""
+    from mcpactor.scaleout.workers import WORKER_ENV
+
+    worker = os.environ.get(WORKER_ENV)
+    if args.workers is not None and worker is None:
+        return _run_workers(args)
+    if worker is not None and args.trace:
+        from mcpactor.scaleout.workers import worker_trace_path
+
+        _, index, generation = (int(p) for p in worker.split(","))
+        args.trace = worker_trace_path(args.trace, index, generation)
     if args.trace:
         from mcpactor.tracing import entropy
         from mcpactor.tracing.seeds import run_with_hash_seed
@@ -81,10 +91,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         options["auth"] = auth
     if args.metrics is not None:
         options["metrics_path"] = args.metrics
+    options.update(_scaleout_options(args))
+    if worker is not None:
+        from mcpactor.scaleout.workers import inherited_listener
+
+        options["listen_socket"] = inherited_listener(worker)[0]
+        options["quiet"] = True
     if options and args.transport != "http":
         raise CliError("the HTTP options (--json-response, --sse-response, --server, "
                        "--stateless, --allow-*, --session-timeout, the connection limits, "
-                       "--metrics) need --transport http")
+                       "--redis, --state-key, --metrics) need --transport http")
     rotation = _trace_rotation(args)
     if args.trace:
         _check_trace_path(args.trace)
@@ -109,6 +125,81 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         stop_observing()
     return 0
+
+
+def _scaleout_options(args: argparse.Namespace) -> dict[str, object]:
+    """``--redis``, ``--redis-prefix`` and ``--state-key`` as ``serve_http`` options."""
+    from mcpactor.scaleout.signing import StateSigner, state_key
+
+    options: dict[str, object] = {}
+    if args.redis is not None:
+        from mcpactor.extras import MissingExtra, require
+        from mcpactor.scaleout.redis_state import parse_redis_url
+
+        try:
+            parse_redis_url(args.redis)
+            require("coredis", "--redis")
+        except (ValueError, MissingExtra) as exc:
+            raise CliError(f"--redis: {exc}") from None
+        if args.stateless:
+            raise CliError("--redis shares sessions, and --stateless has none: use one of them")
+        options["redis"] = args.redis
+        if args.redis_prefix is not None or args.worker_timeout is not None:
+            from mcpactor.scaleout.cluster import ClusterOptions
+
+            idle = args.session_timeout if args.session_timeout is not None else 1800.0
+            tuned: dict[str, object] = {"session_ttl": idle + 60.0}
+            if args.redis_prefix is not None:
+                tuned["prefix"] = args.redis_prefix
+            if args.worker_timeout is not None:
+                if not args.worker_timeout > 0:
+                    raise CliError("--worker-timeout must be a positive number of seconds")
+                tuned["worker_ttl"] = args.worker_timeout
+                tuned["heartbeat"] = args.worker_timeout / 3
+            options["scaleout"] = ClusterOptions(**tuned)  # type: ignore[arg-type]
+    elif args.redis_prefix is not None or args.worker_timeout is not None:
+        raise CliError("--redis-prefix and --worker-timeout need --redis URL")
+    key = state_key(args.state_key)
+    if key is not None:
+        try:
+            StateSigner(key)
+        except ValueError as exc:
+            raise CliError(f"--state-key: {exc}") from None
+        if args.transport == "http":
+            options["state_key"] = key
+    return options
+
+
+def _run_workers(args: argparse.Namespace) -> int:
+    """``--workers N``: the supervisor (see mcpactor.scaleout.workers)."""
+    if args.transport != "http":
+        raise CliError("--workers needs --transport http (stdio serves one client; use "
+                       "--transport http to share a port among worker processes)")
+    if args.workers < 1:
+        raise CliError("--workers must be at least 1")
+    _load_server(args.target)  # a bad entry point is one line here, not N crash loops
+    _http_options(args)
+    _scaleout_options(args)
+    import trio
+
+    from mcpactor.scaleout.signing import STATE_KEY_ENV, state_key
+    from mcpactor.scaleout.workers import WorkerPlan, bind_listener, supervise
+
+    # One key for all the workers, so that any of them accepts state another signed.
+    os.environ[STATE_KEY_ENV] = state_key(args.state_key, generate=True) or ""
+    try:
+        sock = bind_listener(args.host, args.port)
+    except OSError as exc:
+        raise CliError(_serve_error(exc, args)) from None
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"mcpactor: serving {args.target} on http://{shown}:{port}{args.path} with "
+          f"{args.workers} worker{'s' if args.workers != 1 else ''} (supervisor pid "
+          f"{os.getpid()})", file=sys.stderr, flush=True)
+    argv = list(args.argv)
+    plan = WorkerPlan(count=args.workers,
+                      command=lambda index, generation: [sys.executable, "-m", "mcpactor", *argv])
+    return trio.run(supervise, plan, sock)
 
 
 def _trace_rotation(args: argparse.Namespace) -> Rotation | None:
@@ -302,6 +393,23 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument("--max-connections-per-peer", type=int, metavar="N",
                         help="connections one client address (IPv6: /64) may hold; 0: no "
                         "cap (default 500; behind a reverse proxy raise it or use 0)")
+    scale = run.add_argument_group(
+        "scale-out", "Several processes and hosts serving one endpoint (docs/scale-out.md)")
+    scale.add_argument("--workers", type=int, metavar="N",
+                       help="serve the port from N worker processes, restarted when they "
+                       "die (HTTP only); without --redis a session lives in one worker")
+    scale.add_argument("--redis", metavar="URL",
+                       help="share sessions with every worker and host using this Redis "
+                       "(redis://HOST:PORT/DB; needs mcpactor[redis])")
+    scale.add_argument("--redis-prefix", metavar="PREFIX",
+                       help="start every Redis key with this (default mcpactor:); "
+                       "deployments sharing one Redis need different ones")
+    scale.add_argument("--worker-timeout", type=float, metavar="SECONDS",
+                       help="with --redis: a worker silent this long counts as stopped and "
+                       "its sessions move to the next worker they reach (default 3)")
+    scale.add_argument("--state-key", metavar="KEY",
+                       help="key signing state clients carry between workers (default: "
+                       "$MCPACTOR_STATE_KEY; with --workers, a random one shared by them)")
     from mcpactor.cli_auth import add_auth_arguments
 
     add_auth_arguments(run)
@@ -323,6 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Only the command itself may start itself again (a fixed string-hash seed); called
     # with arguments, from a program or a test, it runs in that process as it is.
     args.restartable = argv is None
+    args.argv = list(argv) if argv is not None else sys.argv[1:]
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2

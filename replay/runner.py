@@ -167,7 +167,8 @@ async def _main(
             else:
                 session = subject.new_session(transport, tracer=matcher, session_id=trace.session)
                 transport.close_session = session.close
-                await session.run()
+                async with subject.running():  # the server's lifespan, as live
+                    await session.run()
     except Exception as exc:
         # The replayed session died of an exception (an actor's bug): a divergence only
         # if the recording did not die the same way, which check_complete() decides.
@@ -193,6 +194,11 @@ async def _run_client(script: Any, trace: Trace, transport: ReplayTransport,
         options["timeout"] = timeout_from_json(recorded["timeout"])
     if "init_timeout" in recorded:
         options["init_timeout"] = timeout_from_json(recorded["init_timeout"])
+    if "mode" not in options:
+        # The era: discover-first, pinned, or handshake; a trace from before 2026-07-28
+        # support (no mode recorded) opened with the handshake.
+        mode = recorded.get("mode")
+        options["mode"] = mode if isinstance(mode, str) else "legacy"
     sent = _recorded_initialize(trace)
     if "client_info" not in options and isinstance(sent.get("clientInfo"), dict):
         options["client_info"] = sent["clientInfo"]

@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# CI entry point: run the official conformance suite (server mode, --suite all)
-# against examples/everything_server.py served over Streamable HTTP.
+# CI entry point: run the official conformance suite (server mode) against
+# examples/everything_server.py served over Streamable HTTP.
 #
 # Starts the example on a free 127.0.0.1 port, waits until it answers, runs
-# `scripts/conformance.sh server`, stops the server, and exits non-zero on any
-# FAILURE or WARNING (CONFORMANCE_STRICT=1 is forced).
+# `scripts/conformance.sh server` once per suite against that ONE process and URL
+# (one server answers every protocol revision), stops the server, and exits non-zero
+# on any FAILURE or WARNING (CONFORMANCE_STRICT=1 is forced).
+#
+# CONFORMANCE_SUITES (default: all three) picks among
+#   stable         the pinned 0.1.16 suite, --suite all
+#   alpha-2026     0.2.0-alpha.12, --requirements 2026-07-28 (the stateless revision)
+#   alpha-2025     0.2.0-alpha.12, --requirements 2025-11-25 (the same server, handshake era)
+# Both suite versions are installed side by side by `scripts/conformance.sh install`
+# (and CONFORMANCE_VERSION=0.2.0-alpha.12 scripts/conformance.sh install).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,8 +46,19 @@ for _ in $(seq 1 100); do
 done
 grep -q "serving" "$LOG" || { echo "[conformance-server] server did not start" >&2; cat "$LOG" >&2; exit 2; }
 
+ALPHA=0.2.0-alpha.12
 rc=0
-CONFORMANCE_STRICT=1 "$ROOT/scripts/conformance.sh" server "$URL" "$@" || rc=$?
+for suite in ${CONFORMANCE_SUITES:-stable alpha-2026 alpha-2025}; do
+    echo "[conformance-server] suite $suite against $URL" >&2
+    case "$suite" in
+        stable) CONFORMANCE_STRICT=1 "$ROOT/scripts/conformance.sh" server "$URL" "$@" || rc=$? ;;
+        alpha-2026) CONFORMANCE_STRICT=1 CONFORMANCE_VERSION=$ALPHA \
+            "$ROOT/scripts/conformance.sh" server "$URL" --requirements 2026-07-28 "$@" || rc=$? ;;
+        alpha-2025) CONFORMANCE_STRICT=1 CONFORMANCE_VERSION=$ALPHA \
+            "$ROOT/scripts/conformance.sh" server "$URL" --requirements 2025-11-25 "$@" || rc=$? ;;
+        *) echo "[conformance-server] unknown suite '$suite'" >&2; rc=2 ;;
+    esac
+done
 if grep -q "Traceback" "$LOG"; then
     echo "[conformance-server] the server logged a traceback:" >&2
     cat "$LOG" >&2

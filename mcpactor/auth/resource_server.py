@@ -163,7 +163,7 @@ class ResourceServer:
                 continue
             params = msg.params if isinstance(msg.params, dict) else {}
             name = params.get("name")
-            entry = server.tools.get(name) if isinstance(name, str) else None
+            entry = server.find_tool(name) if isinstance(name, str) else None
             for s in getattr(entry, "scopes", ()) or ():
                 if s not in needed:
                     needed.append(s)

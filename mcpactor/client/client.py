@@ -26,15 +26,22 @@ from mcpactor.protocol import connection as pc
 from mcpactor.protocol import types as t
 from mcpactor.protocol import versions
 from mcpactor.protocol.connection import Connection
-from mcpactor.protocol.convert import to_wire
+from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import (
+    INTERNAL_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
     ConnectionClosed,
     InternalError,
     InvalidResult,
+    McpError,
     MethodNotFound,
+    RequestError,
 )
 from mcpactor.protocol.json_schema import first_error
+from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.protocol.lifecycle import Role
+from mcpactor.protocol.methods import METHODS
+from mcpactor.protocol.mrtr import InputRequiredResponse
 from mcpactor.session.context import RequestContext
 from mcpactor.session.groups import plain_errors
 from mcpactor.session.session import Limits, Session
@@ -42,6 +49,9 @@ from mcpactor.session.tracker import ProgressCallback, Timeout, Waiter
 from mcpactor.tracing.tasks import TRACK, Node, current_node
 from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import Transport
+
+#: How long ``mode="auto"`` waits for the ``server/discover`` probe before handshaking.
+DISCOVER_TIMEOUT = 5.0
 
 log = logging.getLogger("mcpactor.client")
 
@@ -186,6 +196,10 @@ class Client:
         self.session = session
         self.default_timeout = default_timeout
         self.init_result: dict[str, Any] = {}
+        #: The ``server/discover`` result when the client speaks 2026-07-28 after a probe.
+        self.discover_result: dict[str, Any] | None = None
+        #: How many ``input_required`` rounds one request may take (2026-07-28).
+        self.max_input_rounds = 10
         handler = session.handler
         self._output_schemas: dict[str, dict[str, Any] | None] | None = (
             handler.output_schemas if isinstance(handler, _ClientHandler) else None)
@@ -214,29 +228,73 @@ class Client:
 
     async def _initialize(self, protocol_version: str, timeout: float | None) -> None:
         observer = self.session.observer
+        span: Any = None
+        meta: dict[str, Any] | None = None
+        if observer is not None:
+            # Observed: initialize is a CLIENT span too, its context in params._meta.
+            span, meta = observer.start_initialize()
+        rid, data = self.session.connection.start_initialize(protocol_version, meta)
         if observer is None:
-            await self._handshake(protocol_version, timeout, None)
+            self.init_result = await self._first_request(rid, "initialize", data, timeout)
             return
-        # Observed: initialize is a CLIENT span too, its context in params._meta.
-        span, meta = observer.start_initialize()
         try:
-            await self._handshake(protocol_version, timeout, meta)
+            self.init_result = await self._first_request(rid, "initialize", data, timeout)
         except BaseException as exc:
             observer.end_initialize(span, exc)
             raise
         observer.end_initialize(span, None)
 
-    async def _handshake(self, protocol_version: str, timeout: float | None,
-                         meta: dict[str, Any] | None) -> None:
-        rid, data = self.session.connection.start_initialize(protocol_version, meta)
-        waiter = Waiter(rid, "initialize", Timeout(timeout), None, trio.current_time())
+    async def _first_request(
+        self, rid: RequestId, method: str, data: bytes, timeout: float | None
+    ) -> Any:
+        waiter = Waiter(rid, method, Timeout(timeout), None, trio.current_time())
         self.session.tracker.add(waiter)
         await self.session.send_raw(data)
         with trio.fail_after(timeout if timeout is not None else float("inf")):
             await waiter.event.wait()
         if waiter.error is not None:
             raise waiter.error
-        self.init_result = waiter.result
+        return waiter.result
+
+    async def _connect(self, mode: str, protocol_version: str, timeout: float | None) -> None:
+        """Open as ``mode`` asks: ``"auto"`` probes ``server/discover`` and speaks the
+        stateless revision if the server offers it, else falls back to ``initialize``;
+        ``"legacy"`` sends ``initialize`` at ``protocol_version``; a stateless version
+        (``"2026-07-28"``) is used as it is, with no probe."""
+        conn = self.session.connection
+        if mode == "legacy":
+            await self._initialize(protocol_version, timeout)
+            return
+        if versions.is_modern(mode):
+            conn.adopt_modern(mode)
+            return
+        if mode != "auto":
+            raise ValueError(f"mode must be 'auto', 'legacy' or one of "
+                             f"{', '.join(versions.MODERN_VERSIONS)}, not {mode!r}")
+        probe = min(timeout, DISCOVER_TIMEOUT) if timeout is not None else DISCOVER_TIMEOUT
+        rid, data = conn.start_discover(versions.LATEST_MODERN_VERSION)
+        try:
+            result = await self._first_request(rid, "server/discover", data, probe)
+        except McpError as exc:
+            # Only a modern error (-32022 naming no version we speak) is final; anything
+            # else means a handshake server.
+            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+            if exc.code == UNSUPPORTED_PROTOCOL_VERSION and isinstance(supported, list) \
+                    and not any(versions.is_supported(v) for v in supported):
+                raise
+            await self._initialize(protocol_version, timeout)
+            return
+        except trio.TooSlowError:
+            conn.abandon_request(rid)
+            await self._initialize(protocol_version, timeout)
+            return
+        offered = result.get("supportedVersions") if isinstance(result, dict) else None
+        mutual = [v for v in versions.MODERN_VERSIONS if isinstance(offered, list) and v in offered]
+        if not mutual:
+            await self._initialize(protocol_version, timeout)
+            return
+        conn.adopt_modern(mutual[-1], result)
+        self.discover_result = result
 
     # -- requests ---------------------------------------------------------------------
 
@@ -249,14 +307,50 @@ class Client:
         on_progress: ProgressCallback | None = None,
         result_cls: Any = None,
     ) -> Any:
-        """Send any request (also custom methods) and return its result."""
-        return await self.session.request(
-            method,
-            params,
-            timeout=timeout if timeout is not None else self.default_timeout,
-            on_progress=on_progress,
-            result_cls=result_cls,
-        )
+        """Send any request (also custom methods) and return its result.
+
+        In 2026-07-28 a server may answer ``input_required``: the inputs it asks for are
+        answered by this client's handlers (sampling, elicitation, roots), as its
+        requests would be in a handshake session, and the request is sent again with
+        them (a new id each time) until it completes."""
+        timeout = timeout if timeout is not None else self.default_timeout
+        result = await self.session.request(
+            method, params, timeout=timeout, on_progress=on_progress, result_cls=result_cls)
+        rounds = 0
+        while isinstance(result, InputRequiredResponse):
+            rounds += 1
+            if rounds > self.max_input_rounds:
+                raise RequestError(
+                    f"{method}: the server still asked for input after "
+                    f"{self.max_input_rounds} rounds", code=INTERNAL_ERROR)
+            answers = {key: await self._answer_input(key, request)
+                       for key, request in result.input_requests.items()}
+            wire = to_wire(params) if params is not None and not isinstance(params, dict) \
+                else dict(params or {})
+            wire["inputResponses"] = answers
+            if result.request_state is not None:
+                wire["requestState"] = result.request_state
+            else:
+                wire.pop("requestState", None)
+            result = await self.session.request(
+                method, wire, timeout=timeout, on_progress=on_progress, result_cls=result_cls)
+        return result
+
+    async def _answer_input(self, key: str, request: dict[str, Any]) -> dict[str, Any]:
+        """One input of an ``InputRequiredResult``, answered by the client's handlers."""
+        method = request.get("method")
+        spec = METHODS.get(method) if isinstance(method, str) else None
+        if spec is None or spec.direction != "server_to_client" or spec.kind != "request":
+            raise RequestError(f"the server asked for an unknown input {method!r} ({key})",
+                               code=INTERNAL_ERROR)
+        raw = request.get("params") if isinstance(request.get("params"), dict) else {}
+        params = from_wire(raw, spec.params_cls) if spec.params_cls is not None else raw
+        assert isinstance(method, str)
+        rc = RequestContext(self.session, key, method, params, raw, None, trio.CancelScope())
+        answer = await self.session.handler.handle_request(rc)
+        out = to_wire(answer) if not isinstance(answer, dict) else answer
+        assert isinstance(out, dict)
+        return out
 
     async def ping(self, *, timeout: Timeout | float | None = None) -> None:
         """Check that the server answers."""
@@ -464,8 +558,14 @@ async def connect_transport(
     trace: str | os.PathLike[str] | None = None,
     entry_point: str | None = None,
     session_id: str | None = None,
+    mode: str = "auto",
 ) -> AsyncIterator[Client]:
     """Open a client session over any transport and initialize it.
+
+    ``mode``: ``"auto"`` (default) asks ``server/discover`` first and speaks 2026-07-28
+    (stateless, per-request ``_meta``) when the server offers it, else falls back to the
+    ``initialize`` handshake at ``protocol_version``; ``"legacy"`` always handshakes;
+    ``"2026-07-28"`` pins the stateless revision with no probe.
 
     ``trace`` records the session to that JSONL file (see ``docs/trace-format.md``);
     ``entry_point`` (``module:attr`` or ``path/file.py:attr``) names the client code the
@@ -482,7 +582,8 @@ async def connect_transport(
 
         recorder = Recorder(TraceHeader(
             role="client", transport=transport.name, entry_point=entry_point,
-            client_options={"timeout": timeout_to_json(timeout), "init_timeout": init_timeout}),
+            client_options={"timeout": timeout_to_json(timeout), "init_timeout": init_timeout,
+                            "mode": mode}),
             trace)
         recording = recorder.recording()
         tracer = recorder
@@ -500,7 +601,7 @@ async def connect_transport(
             await nursery.start(session.run)
             client = Client(session, default_timeout=timeout)
             try:
-                await client._initialize(protocol_version, init_timeout)
+                await client._connect(mode, protocol_version, init_timeout)
                 yield client
             except Exception as exc:
                 # The client code's own failure is part of the session's story: a replay
@@ -546,8 +647,10 @@ async def connect_stdio(
     limits: Limits = Limits(),  # noqa: B008 - frozen
     trace: str | os.PathLike[str] | None = None,
     entry_point: str | None = None,
+    mode: str = "auto",
 ) -> AsyncIterator[Client]:
-    """Spawn ``command`` as an MCP server over stdio and connect to it.
+    """Spawn ``command`` as an MCP server over stdio and connect to it (``mode``: the
+    era, see :func:`connect_transport`).
 
     On exit the server is shut down as the spec says: stdin closed, then SIGTERM, then
     SIGKILL if it does not exit within ``shutdown_timeout`` seconds each. ``trace`` and
@@ -572,6 +675,7 @@ async def connect_stdio(
             limits=limits,
             trace=trace,
             entry_point=entry_point,
+            mode=mode,
         ) as client:
             initialized = True
             yield client

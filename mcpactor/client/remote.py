@@ -100,6 +100,8 @@ async def connect_sse(
     from mcpactor.transports.legacy_sse_client import LegacySseClientTransport
 
     options.setdefault("protocol_version", V2024_11_05)
+    # The HTTP+SSE transport exists only in the handshake era.
+    options.setdefault("mode", "legacy")
     split_url(url)
     pool = _pool(pool, auth, headers_factory=headers_factory, proxy=proxy,
                  trust_env=trust_env, tls=tls, open_stream=open_stream)

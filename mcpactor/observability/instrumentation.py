@@ -100,12 +100,13 @@ class SessionObserver:
 
     # -- attributes ------------------------------------------------------------------------
 
-    def _attributes(self, method: str, params: Any, rid: RequestId | None) -> tuple[
-            str, dict[str, Any]]:
+    def _attributes(self, method: str, params: Any, rid: RequestId | None,
+                    version: str | None = None) -> tuple[str, dict[str, Any]]:
         target, attrs = semconv.target_of(method, params)
         attrs[semconv.METHOD] = method
         attrs.update(self.base)
-        version = self.session.connection.protocol_version
+        if version is None:
+            version = self.session.connection.protocol_version
         if version is not None:
             attrs[semconv.PROTOCOL_VERSION] = version
         rid_text = semconv.request_id_text(rid)
@@ -147,7 +148,8 @@ class SessionObserver:
 
     async def _handle(self, handle: Handle, ctx: RequestContext) -> Any:
         method, rid = ctx.method, ctx.id
-        name, attrs = self._attributes(method, ctx.params, rid)
+        # The request's own revision (the stateless era's is in each request).
+        name, attrs = self._attributes(method, ctx.params, rid, ctx.protocol_version)
         otel = self.otel
         span = token = None
         if otel is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from mcpactor.protocol import jsonrpc, versions
+from mcpactor.protocol import jsonrpc, modern, versions
 from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import (
     CapabilityNotSupported,
@@ -60,6 +60,8 @@ from mcpactor.protocol.lifecycle import (
     may_send_request,
 )
 from mcpactor.protocol.methods import EXTENSION_METHODS, METHODS, MethodSpec
+from mcpactor.protocol.modern import CachePolicy, ModernRequest
+from mcpactor.protocol.mrtr import InputRequiredResponse
 
 
 @attrs.define(slots=True)
@@ -76,6 +78,8 @@ class _Inbound:
     progress_token: str | int | None
     last_progress: float | None = None
     cancelled: bool = False
+    #: Set for a stateless (2026-07-28) request: its result is stamped on the way out.
+    modern: ModernRequest | None = None
 
 
 # How many cancelled outbound ids to remember, to tell a late response from a bogus one.
@@ -117,6 +121,11 @@ class Connection:
         self.extra_methods = extra_methods
         self.state = State.AWAITING_INIT
         self.protocol_version: str | None = None
+        #: Caching hints put on modern cacheable results (SEP-2549).
+        self.cache_policy = CachePolicy()
+        #: Client role, stateless era: the ``_meta`` stamped on every request we send
+        #: (set by :meth:`adopt_modern`); None in a handshake session.
+        self.modern_meta: dict[str, Any] | None = None
         self.peer_info: dict[str, Any] | None = None
         self.peer_capabilities: dict[str, Any] | None = None
         self.peer_instructions: str | None = None
@@ -222,6 +231,9 @@ class Connection:
 
     def _receive_request(self, msg: Request, out: list[Event]) -> None:
         rid, method = msg.id, msg.method
+        if self.role is Role.SERVER and modern.is_modern_request(method, msg.params):
+            self._receive_modern(msg, out)
+            return
         if method == "ping":
             out.append(Reply(jsonrpc.encode_response(rid, {}), "ping", rid))
             return
@@ -266,6 +278,62 @@ class Connection:
                 return
         self._accept_request(rid, method, params, msg.params, out)
 
+    def _receive_modern(self, msg: Request, out: list[Event]) -> None:
+        """A stateless request (2026-07-28): checked against its own ``_meta``, never
+        against this connection's handshake state, which it neither needs nor changes
+        (a legacy session and modern requests can share one stdio pipe)."""
+        rid, method = msg.id, msg.method
+        try:
+            meta = modern.read_request_meta(msg.params)
+        except McpError as exc:
+            self._reject(rid, exc, out)
+            return
+        if rid in self._inbound:
+            self._reject(
+                rid,
+                InvalidRequest(f"Invalid Request: request id {rid!r} is already in use"),
+                out,
+            )
+            return
+        if method in modern.REMOVED_REQUESTS:
+            self._reject(rid, MethodNotFound(
+                f"Method not found: {method} (removed in protocol version {meta.version})"
+            ), out)
+            return
+        if method == "server/discover":
+            result = modern.discover_result(self.capabilities, self.info, self.instructions)
+            result = modern.complete_result(method, result, self.info, self.cache_policy)
+            out.append(Reply(jsonrpc.encode_response(rid, result), "discover", rid))
+            return
+        spec = METHODS.get(method)
+        if spec is None or spec.kind != "request":
+            if method in self.extra_methods or method in modern.MODERN_ONLY_METHODS:
+                self._accept_request(rid, method, msg.params, msg.params, out, meta)
+                return
+            self._reject(rid, MethodNotFound(f"Method not found: {method}"), out)
+            return
+        problem = self._modern_gate(spec)
+        if problem is not None:
+            self._reject(rid, MethodNotFound(f"Method not found: {method} ({problem})"), out)
+            return
+        params: Any = msg.params
+        if spec.params_cls is not None:
+            try:
+                params = from_wire(msg.params if msg.params is not None else {}, spec.params_cls)
+            except InvalidParams as exc:
+                self._reject(rid, exc, out)
+                return
+        self._accept_request(rid, method, params, msg.params, out, meta)
+
+    def _modern_gate(self, spec: MethodSpec) -> str | None:
+        """Why a modern client may not call this method on us, or None."""
+        if spec.direction not in ("client_to_server", "both"):
+            return "not a client-to-server method"
+        if spec.capability is not None and not has_capability(self.capabilities, spec.capability):
+            cap = ".".join(spec.capability)
+            return f"capability {cap!r} was not declared"
+        return None
+
     def _accept_request(
         self,
         rid: RequestId,
@@ -273,6 +341,7 @@ class Connection:
         params: Any,
         raw: dict[str, Any] | None,
         out: list[Event],
+        declared: ModernRequest | None = None,
     ) -> None:
         token = None
         if raw is not None:
@@ -283,10 +352,10 @@ class Connection:
                     if type(token) is float and not self._exact:
                         raise jsonrpc.InexactNumber(token)
                     token = None
-        self._inbound[rid] = _Inbound(method, token)
+        self._inbound[rid] = _Inbound(method, token, modern=declared)
         if token is not None:
             self._inbound_tokens[token] = rid
-        out.append(RequestReceived(rid, method, params, raw, token))
+        out.append(RequestReceived(rid, method, params, raw, token, declared))
 
     def _inbound_gate(self, spec: MethodSpec) -> str | None:
         """Why the peer may not call this method on us, or None."""
@@ -463,6 +532,11 @@ class Connection:
         if rid == self._initialize_id:
             self._finish_initialize(rid, result, out)
             return
+        if self.modern_meta is not None and result.get("resultType") == "input_required":
+            # MRTR: not the method's result but a request for input; the client answers
+            # it and sends the request again.
+            out.append(ResponseReceived(rid, pending.method, InputRequiredResponse.of(result)))
+            return
         value: Any = result
         if pending.result_cls is not None:
             try:
@@ -505,6 +579,50 @@ class Connection:
         out.append(ResponseReceived(rid, "initialize", result))
 
     # -- outbound ---------------------------------------------------------------------
+
+    def start_discover(self, version: str) -> tuple[RequestId, bytes]:
+        """Client: the ``server/discover`` probe at ``version``, sent before anything
+        else (it leaves the handshake possible: a legacy server refuses it and the client
+        then sends ``initialize``)."""
+        if self.role is not Role.CLIENT or self.state is not State.AWAITING_INIT:
+            raise LocalProtocolError("server/discover is a client's first request")
+        rid = self._allocate_id()
+        self._pending[rid] = _Pending("server/discover", None, None)
+        params = {"_meta": {
+            modern.META_PROTOCOL_VERSION: version,
+            modern.META_CLIENT_INFO: self.info,
+            modern.META_CLIENT_CAPABILITIES: self.capabilities,
+        }}
+        return rid, jsonrpc.encode_request(rid, "server/discover", params)
+
+    def adopt_modern(
+        self, version: str, server: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        """Client: speak the stateless revision ``version`` (no handshake). ``server``:
+        the ``server/discover`` result (its capabilities, identity and instructions),
+        if one was fetched. Every request from now on carries the per-request
+        ``_meta`` (``meta``: extra keys for it)."""
+        if self.role is not Role.CLIENT:
+            raise LocalProtocolError("only a client adopts a protocol version")
+        server = server or {}
+        caps = server.get("capabilities")
+        result_meta = server.get("_meta")
+        info = result_meta.get(modern.META_SERVER_INFO) if type(result_meta) is dict else None
+        instructions = server.get("instructions")
+        self.protocol_version = version
+        # Pinned without a discover result: the server's capabilities are unknown, so
+        # the server, not us, says what it does not have.
+        self.peer_capabilities = caps if type(caps) is dict else None
+        self.peer_info = info if type(info) is dict else {}
+        self.peer_instructions = instructions if type(instructions) is str else None
+        self.modern_meta = {
+            modern.META_PROTOCOL_VERSION: version,
+            modern.META_CLIENT_INFO: self.info,
+            modern.META_CLIENT_CAPABILITIES: self.capabilities,
+            **(meta or {}),
+        }
+        self.state = State.OPERATING
 
     def start_initialize(
         self,
@@ -549,6 +667,8 @@ class Connection:
         if spec.capability is None or not self._capability_applies(spec):
             return
         if spec.kind == "request":
+            if self.modern_meta is not None and self.peer_capabilities is None:
+                return
             # A request needs the capability of the side that handles it.
             if not has_capability(self.peer_capabilities, spec.capability):
                 cap = ".".join(spec.capability)
@@ -578,8 +698,15 @@ class Connection:
         if reason is not None:
             raise LocalProtocolError(reason)
         spec = METHODS.get(method)
-        self._outbound_gate(method, spec)
+        if self.modern_meta is not None and method in modern.REMOVED_REQUESTS:
+            raise LocalProtocolError(
+                f"{method} does not exist in protocol version {self.protocol_version}")
+        if self.modern_meta is None or method not in modern.MODERN_ONLY_METHODS:
+            self._outbound_gate(method, spec)
         wire = _to_params(params)
+        if self.modern_meta is not None:
+            wire = dict(wire) if wire else {}
+            wire["_meta"] = {**self.modern_meta, **(wire.get("_meta") or {})}
         rid = self._allocate_id()
         token: int | None = None
         if want_progress:
@@ -594,8 +721,20 @@ class Connection:
         self._pending[rid] = _Pending(method, result_cls, token)
         return rid, jsonrpc.encode_request(rid, method, wire)
 
-    def send_notification(self, method: str, params: Any = None) -> bytes:
-        """Encode a notification after checking the phase and our capabilities."""
+    def send_notification(
+        self, method: str, params: Any = None, *, related: RequestId | None = None
+    ) -> bytes | None:
+        """Encode a notification after checking the phase and our capabilities.
+
+        ``related``: the inbound request it belongs to. For a stateless request there
+        is no phase to check: the notification goes with the request while it is in
+        flight (None once it was answered or cancelled)."""
+        if related is not None:
+            inbound = self._inbound.get(related)
+            if inbound is not None and inbound.modern is not None:
+                if inbound.cancelled:
+                    return None
+                return jsonrpc.encode_notification(method, _to_params(params))
         reason = may_send_notification(self.role, self.state, method)
         if reason is not None:
             raise LocalProtocolError(reason)
@@ -609,9 +748,13 @@ class Connection:
         Encoding happens before the request is marked finished, so a result that cannot
         be encoded raises with the request still open for :meth:`send_error`.
         """
-        if rid not in self._inbound:
+        inbound = self._inbound.get(rid)
+        if inbound is None:
             return None
         wire = _to_params(result)
+        if inbound.modern is not None:
+            wire = modern.complete_result(inbound.method, wire or {}, self.info,
+                                          self.cache_policy)
         data = jsonrpc.encode_response(rid, wire if wire is not None else {})
         inbound = self._finish_inbound(rid)
         if inbound is None or inbound.cancelled:

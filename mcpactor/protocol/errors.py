@@ -26,6 +26,15 @@ REQUEST_TIMEOUT = -32001
 #: the wire; ``data`` says why and which limits were reached.
 SERVER_BUSY = -32005
 CONNECTION_CLOSED = -32000
+#: 2026-07-28: the HTTP headers do not match the body, or a required one is missing or
+#: malformed (HTTP 400).
+HEADER_MISMATCH = -32020
+#: 2026-07-28: handling the request needs a client capability the request's
+#: ``_meta`` did not declare (HTTP 400).
+MISSING_CLIENT_CAPABILITY = -32021
+#: 2026-07-28: the request's protocol version is not one the server speaks; ``data``
+#: has ``supported`` and ``requested`` (HTTP 400).
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 class McpError(Exception):
@@ -101,6 +110,44 @@ class ResourceNotFound(McpError):
 
     def __str__(self) -> str:
         return f"{self.message}: {self.uri}"
+
+
+class HeaderMismatch(RemoteProtocolError):
+    """2026-07-28 (SEP-2243): a ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` or
+    ``Mcp-Param-*`` header is missing, malformed, or disagrees with the body."""
+
+    code = HEADER_MISMATCH
+
+
+class UnsupportedProtocolVersion(RemoteProtocolError):
+    """The request names a protocol version we do not speak; ``data`` lists the ones we
+    do (``supported``) and echoes the one asked for (``requested``)."""
+
+    code = UNSUPPORTED_PROTOCOL_VERSION
+
+    def __init__(self, requested: object, supported: list[str],
+                 message: str | None = None) -> None:
+        super().__init__(
+            message or f"Unsupported protocol version: {requested!r} "
+            f"(supported: {', '.join(supported)})",
+            data={"supported": supported, "requested": requested},
+        )
+
+
+class MissingClientCapability(McpError):
+    """2026-07-28: answering needs a client capability the request did not declare in
+    ``io.modelcontextprotocol/clientCapabilities``; ``data.requiredCapabilities`` is a
+    capabilities object naming it (``{"sampling": {}}``)."""
+
+    code = MISSING_CLIENT_CAPABILITY
+
+    def __init__(self, capability: str, what: str | None = None) -> None:
+        super().__init__(
+            f"Missing required client capability: {what or capability} needs the client's "
+            f"{capability!r} capability, which this request did not declare",
+            data={"requiredCapabilities": {capability: {}}},
+        )
+        self.capability = capability
 
 
 class InternalError(McpError):

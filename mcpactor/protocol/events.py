@@ -9,6 +9,7 @@ import attrs
 
 from mcpactor.protocol.errors import McpError
 from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.protocol.modern import ModernRequest
 
 
 @attrs.frozen(slots=True)
@@ -20,6 +21,9 @@ class RequestReceived:
     params: Any
     raw_params: dict[str, Any] | None
     progress_token: str | int | None = None
+    #: A stateless (2026-07-28) request's own ``_meta`` declarations; None in a
+    #: handshake session.
+    modern: ModernRequest | None = None
 
 
 @attrs.frozen(slots=True)

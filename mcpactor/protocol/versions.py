@@ -6,20 +6,34 @@ V2024_11_05 = "2024-11-05"
 V2025_03_26 = "2025-03-26"
 V2025_06_18 = "2025-06-18"
 V2025_11_25 = "2025-11-25"
+V2026_07_28 = "2026-07-28"
 
-#: Oldest first. Revisions are an enumerated set; ordering questions go through this tuple
-#: rather than string comparison so an unknown string never sorts as "newer".
+#: The handshake ("legacy") revisions, oldest first: a session opens with ``initialize``
+#: and negotiates one of these. Revisions are an enumerated set; ordering questions go
+#: through these tuples rather than string comparison so an unknown string never sorts
+#: as "newer".
 SUPPORTED_VERSIONS: tuple[str, ...] = (V2024_11_05, V2025_03_26, V2025_06_18, V2025_11_25)
 LATEST_VERSION = SUPPORTED_VERSIONS[-1]
+#: The stateless ("modern") revisions: no handshake, every request carries its version
+#: in ``_meta`` (2026-07-28, SEP-2575).
+MODERN_VERSIONS: tuple[str, ...] = (V2026_07_28,)
+LATEST_MODERN_VERSION = MODERN_VERSIONS[-1]
+#: Every revision we speak, oldest first.
+ALL_VERSIONS: tuple[str, ...] = SUPPORTED_VERSIONS + MODERN_VERSIONS
 #: What a Streamable HTTP server assumes when a request carries no MCP-Protocol-Version.
 HTTP_DEFAULT_VERSION = V2025_03_26
 
-_RANK = {v: i for i, v in enumerate(SUPPORTED_VERSIONS)}
+_RANK = {v: i for i, v in enumerate(ALL_VERSIONS)}
 
 
 def is_supported(version: str) -> bool:
-    """Whether we can speak ``version``."""
-    return version in _RANK
+    """Whether ``version`` is a handshake revision we speak (``initialize`` can pick it)."""
+    return version in SUPPORTED_VERSIONS
+
+
+def is_modern(version: str | None) -> bool:
+    """Whether ``version`` is a stateless revision (per-request ``_meta``, no handshake)."""
+    return version in MODERN_VERSIONS
 
 
 def at_least(version: str, minimum: str) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import logging
 import signal
-import sys
 from collections.abc import (
     Awaitable,
     Callable,
@@ -16,7 +15,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import AbstractAsyncContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import trio
 
@@ -25,8 +24,14 @@ from mcpactor.protocol.connection import Connection
 from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import CapabilityNotSupported
 from mcpactor.protocol.lifecycle import Role, State
+from mcpactor.protocol.modern import CachePolicy
+from mcpactor.protocol.mrtr import RequestStateCodec
 from mcpactor.server.content import _CONTENT_TYPES
 from mcpactor.server.context import Context, session_state
+from mcpactor.server.dependencies import dependency_params, plan_dependencies
+from mcpactor.server.lifespan import LifespanRunner
+from mcpactor.server.listen import ListenHub
+from mcpactor.server.middleware import MiddlewareFn
 from mcpactor.server.registry import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
 from mcpactor.server.schema import build_signature, validate_tool_name
 from mcpactor.server.schema.prompts import build_prompt_signature
@@ -37,9 +42,23 @@ from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import Transport
 
 if TYPE_CHECKING:
+    from mcpactor.server.compose import Mount
+    from mcpactor.server.remote import RemoteServer
+    from mcpactor.server.routes import Route, RouteHandler
     from mcpactor.tracing.recorder import Recorder, Rotation
+    from mcpactor.transports.asgi import Receive, Scope, Send
 
 F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M", bound=MiddlewareFn)
+if TYPE_CHECKING:
+    # A default (PEP 696) so that Server("x") is Server[Any] for type checkers; only
+    # they see it (typing_extensions is no dependency).
+    from typing_extensions import TypeVar as _TypeVarWithDefault
+
+    #: The lifespan's state: ``Server[AppState]``, ``Context[AppState]``.
+    LifespanT = _TypeVarWithDefault("LifespanT", default=Any)
+else:
+    LifespanT = TypeVar("LifespanT")
 
 log = logging.getLogger("mcpactor.server")
 
@@ -106,9 +125,17 @@ def _context_param(fn: Callable[..., Any]) -> str | None:
     except Exception:
         hints = getattr(fn, "__annotations__", {})
     for name, ann in hints.items():
+        ann = getattr(ann, "__origin__", None) or ann  # Context[AppState]
         if name != "return" and (ann is Context or getattr(ann, "__name__", None) == "Context"):
             return name
     return None
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    # An object with an async __call__ is awaited too.
+    return inspect.iscoroutinefunction(fn) or (
+        not inspect.isroutine(fn) and not isinstance(fn, type)
+        and inspect.iscoroutinefunction(type(fn).__call__))
 
 
 def _as(cls: Any, value: Any) -> Any:
@@ -157,7 +184,7 @@ def _icons(icons: list[t.Icon] | list[dict[str, Any]] | None) -> list[t.Icon] | 
     return [_as(t.Icon, i) for i in icons]
 
 
-class Server:
+class Server(Generic[LifespanT]):
     """An MCP server: decorate functions to offer tools, resources, prompts, completions.
 
     The same ``Server`` serves any number of sessions over any transport; each session
@@ -177,13 +204,33 @@ class Server:
         page_size: int = 100,
         limits: Limits = Limits(),  # noqa: B008 - frozen
         capabilities: t.ServerCapabilities | Mapping[str, Any] | Iterable[str] | None = None,
+        request_state_key: bytes | str | None = None,
+        request_state_ttl: float = 600.0,
+        cache: CachePolicy | None = None,
+        lifespan: Callable[[Server[LifespanT]], AbstractAsyncContextManager[LifespanT]]
+        | Callable[[], AbstractAsyncContextManager[LifespanT]] | None = None,
+        middleware: Sequence[MiddlewareFn] = (),
     ) -> None:
         """``capabilities`` declares features up front, beyond what is registered when a
         session starts (a session's capabilities are fixed by its ``initialize``): names
         (``["tools", "prompts", "resources"]``, each with ``listChanged``), a wire-form
         dict or a :class:`~mcpactor.protocol.types.ServerCapabilities`. A server that
         will add its first prompt (tool, resource) while sessions run declares it so
-        they can list it and hear ``list_changed``."""
+        they can list it and hear ``list_changed``.
+
+        2026-07-28 (stateless requests): ``request_state_key`` signs the
+        ``requestState`` of input rounds (default: ``$MCPACTOR_REQUEST_STATE_KEY``, else
+        a random key per process; give every worker of a deployment the same key so any
+        of them can resume a request), valid for ``request_state_ttl`` seconds;
+        ``cache`` is the ``ttlMs``/``cacheScope`` put on list and read results
+        (default: 0 ms, private).
+
+        ``lifespan``: ``fn(server)`` (or ``fn()``) returning an async context manager
+        (an ``@asynccontextmanager`` function) entered once while the server is served;
+        what it yields is ``ctx.lifespan`` in handlers (see
+        :mod:`mcpactor.server.lifespan`). ``middleware``: functions (or
+        :class:`~mcpactor.server.middleware.Middleware` objects) wrapping every request
+        and notification, the first outermost (see :meth:`add_middleware`)."""
         self.declared_capabilities = _declared(capabilities)
         self.info = t.Implementation(
             name=name,
@@ -202,10 +249,29 @@ class Server:
         self.prompts: dict[str, PromptEntry] = {}
         self.completion_handler: Callable[..., Any] | None = None
         self.roots_changed_handler: Callable[..., Any] | None = None
+        #: Scale-out: hands every broadcast notification to all the workers, each of
+        #: which delivers it to its own sessions (:meth:`deliver_broadcast`); None: this
+        #: process's sessions only.
+        self.fanout: Callable[[str, Any], Awaitable[None]] | None = None
         #: The initialized sessions, in the order they started (an ordered set: a
         #: broadcast reaches them in the same order every run, and every replay).
         self.sessions: SessionSet = SessionSet()
         self.custom_methods: dict[str, Callable[..., Any]] = {}
+        self.request_state_key = request_state_key
+        self.request_state_ttl = request_state_ttl
+        self.request_state_codec: RequestStateCodec | None = None
+        self.cache_policy = cache or CachePolicy()
+        #: Open ``subscriptions/listen`` requests (2026-07-28).
+        self.listen_hub = ListenHub()
+        #: The middleware chain, outermost first (a list: append to add one).
+        self.middleware: list[MiddlewareFn] = list(middleware)
+        #: What is mounted here (servers and remote servers), in the order mounted.
+        self.mounts: list[Mount] = []
+        #: Servers this one is mounted in, with how (for forwarding notifications).
+        self._parents: list[tuple[Server[Any], Mount]] = []
+        #: Custom HTTP routes (``@server.custom_route``).
+        self.http_routes: list[Route] = []
+        self._lifespan = LifespanRunner[LifespanT](self, lifespan)
 
     # -- capabilities ---------------------------------------------------------------
 
@@ -220,6 +286,12 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if self.completion_handler is not None:
             caps["completions"] = {}
+        for mount in self.mounts:
+            for feature, value in mount.capabilities().items():
+                if isinstance(caps.get(feature), dict) and isinstance(value, dict):
+                    caps[feature] = {**value, **caps[feature]}
+                else:
+                    caps.setdefault(feature, value)
         for feature, value in self.declared_capabilities.items():
             derived = caps.get(feature)
             if isinstance(derived, dict) and isinstance(value, dict):
@@ -247,6 +319,7 @@ class Server:
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        thread: bool = True,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -262,6 +335,7 @@ class Server:
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),  # [auth]
+        thread: bool = True,
     ) -> Any:
         """Register an ``async def`` (or plain ``def``) as a tool: ``@server.tool`` or
         ``@server.tool(...)`` with options.
@@ -273,13 +347,19 @@ class Server:
         published exactly as given (arguments are still checked against the hints).
         ``scopes``: OAuth scopes a caller's token must hold (HTTP with ``auth=``; a
         call without them is refused with 403 ``insufficient_scope``).
+
+        A plain ``def`` runs in a worker thread (``trio.to_thread.run_sync``), so a
+        blocking tool stalls no session; ``thread=False`` runs it in the event loop
+        (for quick functions, or ones that are not thread-safe). Parameters declared
+        ``x: T = Depends(fn)`` are filled per call (see
+        :mod:`mcpactor.server.dependencies`) and left out of the input schema.
         """
 
         if callable(name):  # @server.tool, without parentheses (or tool(fn, ...))
             return self.tool(
                 None, title=title, description=description, annotations=annotations,
                 icons=icons, input_schema=input_schema, output_schema=output_schema,
-                structured_output=structured_output, meta=meta, scopes=scopes,
+                structured_output=structured_output, meta=meta, scopes=scopes, thread=thread,
             )(name)
 
         def register(fn: F) -> F:
@@ -287,7 +367,9 @@ class Server:
             validate_tool_name(tool_name)
             if tool_name in self.tools:
                 raise ValueError(f"a tool named {tool_name!r} is already registered")
-            sig = build_signature(fn, skip=(Context,), unstructured=_UNSTRUCTURED)
+            deps = plan_dependencies(fn, f"tool {tool_name!r}")
+            sig = build_signature(fn, skip=(Context,), unstructured=_UNSTRUCTURED,
+                                  injected=dependency_params(fn) if deps else ())
             out_schema = sig.output_schema
             if structured_output is False:
                 out_schema = None
@@ -308,8 +390,8 @@ class Server:
                 meta=meta,
             )
             self.tools[tool_name] = ToolEntry(
-                fn, sig, tool, inspect.iscoroutinefunction(fn), tuple(scopes),
-                check_output=output_schema is not None,
+                fn, sig, tool, _is_async(fn), tuple(scopes),
+                check_output=output_schema is not None, thread=thread, deps=deps,
             )
             return fn
 
@@ -332,6 +414,7 @@ class Server:
         annotations: t.Annotations | dict[str, Any] | None = None,
         icons: list[t.Icon] | list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        thread: bool = True,
     ) -> Callable[[F], F]:
         """Register a function that returns the contents of one resource URI.
 
@@ -340,13 +423,16 @@ class Server:
         ``{variables}`` registers a template instead (see :meth:`resource_template`).
         Structured data (a list, a dict, a dataclass, a model) is one JSON text
         (``application/json`` unless ``mime_type`` says otherwise). Raise
-        :class:`~mcpactor.ResourceNotFound` when a URI names nothing.
+        :class:`~mcpactor.ResourceNotFound` when a URI names nothing. A plain ``def``
+        runs in a worker thread unless ``thread=False``; ``Depends(...)`` parameters
+        are filled per read.
         """
         _not_a_name("resource", "a URI", uri)
         if "{" in uri:
             return self.resource_template(
                 uri, name=name, title=title, description=description, mime_type=mime_type,
                 annotations=annotations, icons=icons, meta=meta, is_collection=is_collection,
+                thread=thread,
             )
 
         def register(fn: F) -> F:
@@ -363,7 +449,8 @@ class Server:
                 meta=meta,
             )
             self.resources[uri] = ResourceEntry(
-                fn, res, _context_param(fn), inspect.iscoroutinefunction(fn)
+                fn, res, _context_param(fn), _is_async(fn), thread=thread,
+                deps=plan_dependencies(fn, f"resource {uri!r}"),
             )
             return fn
 
@@ -381,9 +468,11 @@ class Server:
         annotations: t.Annotations | dict[str, Any] | None = None,
         icons: list[t.Icon] | list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        thread: bool = True,
     ) -> Callable[[F], F]:
         """Register a function serving every URI that matches an RFC 6570 template; the
-        template's variables are passed as keyword arguments."""
+        template's variables are passed as keyword arguments (a plain ``def`` in a
+        worker thread unless ``thread=False``)."""
         _not_a_name("resource_template", "a URI template", uri_template)
         matcher = UriTemplate(uri_template)
 
@@ -407,7 +496,8 @@ class Server:
             self.templates.append(
                 TemplateEntry(
                     fn, tpl, matcher, params, _context_param(fn),
-                    inspect.iscoroutinefunction(fn), is_collection,
+                    _is_async(fn), is_collection, thread=thread,
+                    deps=plan_dependencies(fn, f"resource template {uri_template!r}"),
                 )
             )
             return fn
@@ -426,6 +516,7 @@ class Server:
         description: str | None = None,
         icons: list[t.Icon] | list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        thread: bool = True,
     ) -> Callable[[F], F]: ...
 
     def prompt(
@@ -436,6 +527,7 @@ class Server:
         description: str | None = None,
         icons: list[t.Icon] | list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        thread: bool = True,
     ) -> Any:
         """Register a prompt. Parameters become prompt arguments (required when they
         have no default; described by ``Annotated[..., Field(description=...)]`` or the
@@ -443,13 +535,18 @@ class Server:
         types (``int``, ``bool``, ``Literal``, ``Enum``, models from JSON...), a value
         that does not convert being -32602 naming the argument. Return a ``str`` (one user message), content, a list of
         ``PromptMessage``/``(role, content)`` items, or a ``GetPromptResult``.
-        ``@server.prompt`` works without parentheses too."""
+        ``@server.prompt`` works without parentheses too. A plain ``def`` runs in a
+        worker thread unless ``thread=False``; ``Depends(...)`` parameters are filled
+        per call and are not prompt arguments."""
         if callable(name):  # @server.prompt, without parentheses (or prompt(fn, ...))
             return self.prompt(
-                None, title=title, description=description, icons=icons, meta=meta)(name)
+                None, title=title, description=description, icons=icons, meta=meta,
+                thread=thread)(name)
 
         def register(fn: F) -> F:
-            sig = build_prompt_signature(fn, skip=(Context,))
+            deps = plan_dependencies(fn, f"prompt {name or fn.__name__!r}")
+            sig = build_prompt_signature(fn, skip=(Context,),
+                                         injected=dependency_params(fn) if deps else ())
             args = [
                 t.PromptArgument(name=a.name, title=a.title, description=a.description,
                                  required=a.required)
@@ -465,7 +562,7 @@ class Server:
                 meta=meta,
             )
             self.prompts[prompt_name] = PromptEntry(
-                fn, prompt, sig.context_param, inspect.iscoroutinefunction(fn), sig
+                fn, prompt, sig.context_param, _is_async(fn), sig, thread=thread, deps=deps,
             )
             return fn
 
@@ -519,11 +616,158 @@ class Server:
 
         return register
 
+    # -- middleware, composition, HTTP routes ------------------------------------------
+
+    def add_middleware(self, middleware: M) -> M:
+        """Add a middleware, inside those added before: ``async def mw(ctx, call_next)``
+        or a :class:`~mcpactor.server.middleware.Middleware` object (usable as a
+        decorator: ``@server.add_middleware``). It wraps every request and notification
+        the server's handlers get, from the next one on (see
+        :mod:`mcpactor.server.middleware`)."""
+        if not callable(middleware):
+            raise TypeError(f"a middleware is a callable (ctx, call_next), got {middleware!r}")
+        self.middleware.append(middleware)
+        return middleware
+
+    def mount(self, server: Server[Any] | RemoteServer, prefix: str | None = None, *,
+              namespace: str | None = None) -> None:
+        """Serve another server's tools, resources, templates and prompts as this one's,
+        live, under ``prefix`` (``namespace`` is the same, as FastMCP 3 names it): a
+        tool ``forecast`` is ``prefix_forecast``, a resource ``data://cities`` is
+        ``data://prefix/cities`` (see :mod:`mcpactor.server.compose`). ``server`` may
+        be a :class:`~mcpactor.server.remote.RemoteServer` (a command or a URL).
+        Mount before serving: the mounted lifespans are entered with this one's."""
+        from mcpactor.server.compose import LocalMount, check_prefix
+        from mcpactor.server.remote import RemoteServer
+
+        if prefix is not None and namespace is not None and prefix != namespace:
+            raise ValueError("give prefix= or namespace=, not both")
+        prefix = check_prefix(prefix if prefix is not None else namespace)
+        if isinstance(server, RemoteServer):
+            if server.mounted:
+                raise ValueError(f"the remote server {server.label} is mounted already "
+                                 "(make one RemoteServer per mount)")
+            self._not_while_serving(server.label)
+            server.mounted = True
+            server.prefix = prefix
+            self.mounts.append(server)
+            self._lifespan.hooks.append(server.lifespan)
+            return
+        if not isinstance(server, Server):
+            raise TypeError(f"mount() takes a Server or a RemoteServer, got {server!r}")
+        if server is self or any(server is a for a in self._ancestors()):
+            raise ValueError(f"mounting {server.info.name!r} in {self.info.name!r} makes a cycle")
+        if server._lifespan.user is not None or server._lifespan.hooks:
+            self._not_while_serving(repr(server.info.name))
+        mount = LocalMount(server, prefix)
+        self.mounts.append(mount)
+        server._parents.append((self, mount))
+        self._lifespan.hooks.append(lambda _server: server.running())
+
+    def _not_while_serving(self, what: str) -> None:
+        # Its lifespan (a proxy's connections, a child's state) goes in with ours.
+        if self._lifespan.active:
+            raise RuntimeError(
+                f"mount {what} before serving {self.info.name!r}: it needs a lifespan, "
+                "which is entered when serving starts")
+
+    def _ancestors(self) -> Iterator[Server[Any]]:
+        """The servers this one is mounted in, at any depth."""
+        for parent, _ in self._parents:
+            yield parent
+            yield from parent._ancestors()
+
+    @classmethod
+    def as_proxy(cls, target: str | Sequence[str] | Server[Any], *, name: str | None = None,
+                 **options: Any) -> Server[None]:
+        """A server that serves a remote one: ``target`` is a command line (a string
+        or a list: stdio), an http(s):// or ws(s):// URL, or a Server; ``options`` go to
+        the ``connect_*`` function (``headers``, ``auth``, ``env``, ``timeout``...).
+        See :mod:`mcpactor.server.remote`."""
+        from mcpactor.server.remote import proxy
+
+        return proxy(target, name=name, **options)
+
+    def find_tool(self, name: str) -> ToolEntry | None:
+        """The registration of the tool a ``tools/call`` of ``name`` reaches, mounted
+        servers included (None: unknown, or served by a remote server)."""
+        entry = self.tools.get(name)
+        if entry is not None or not self.mounts:
+            return entry
+        from mcpactor.server.compose import route
+
+        found = route(self.mounts, "tool", name)
+        if found is None:
+            return None
+        mount, inner = found
+        finder = getattr(mount, "find_tool", None)
+        return finder(inner) if finder is not None else None
+
+    def custom_route(self, path: str, methods: Sequence[str] = ("GET",), *,
+                     auth: bool = False) -> Callable[[RouteHandler], RouteHandler]:
+        """Serve an HTTP route beside the MCP endpoint (a health check, a webhook, an
+        OAuth callback): ``async def handler(request: HttpRequest)`` returning an
+        :class:`~mcpactor.server.routes.HttpResponse`, a ``str``, ``bytes``, a dict or
+        list (JSON) or None (204). ``path`` may hold ``{name}`` segments
+        (``request.path_params``). Host/Origin checks apply as to the endpoint; the
+        route is public unless ``auth=True`` (then the bearer token of
+        ``HttpOptions(auth=...)`` is required as for MCP requests). Mounted servers'
+        routes are served too. See :mod:`mcpactor.server.routes`."""
+        from mcpactor.server.routes import Route
+
+        def register(fn: RouteHandler) -> RouteHandler:
+            self.http_routes.append(Route.of(path, methods, fn, auth=auth))
+            return fn
+
+        return register
+
+    async def serve_http_route(self, scope: Scope, receive: Receive, send: Send,
+                               max_body: int) -> bool:
+        """(The HTTP app's hook) answer a request for a custom route; False when no
+        route's path matches."""
+        routes = self.all_routes()
+        if not routes:
+            return False
+        from mcpactor.server.routes import find, serve_route
+
+        matches = find(routes, scope.get("path", ""))
+        if not matches:
+            return False
+        await serve_route(matches, scope, receive, send, max_body)
+        return True
+
+    def http_route_needs_auth(self, path: str) -> bool:
+        """(The HTTP app's hook) whether a custom route at ``path`` wants the token."""
+        return any(route.auth and route.match(path) is not None
+                   for route in self.all_routes())
+
+    def all_routes(self) -> list[Route]:
+        """This server's HTTP routes, then its mounted servers'."""
+        from mcpactor.server.compose import LocalMount
+
+        routes = list(self.http_routes)
+        for mount in self.mounts:
+            if isinstance(mount, LocalMount):
+                routes.extend(mount.server.all_routes())
+        return routes
+
     # -- notifications to every session --------------------------------------------------
 
-    async def _broadcast(
-        self, method: str, params: Any = None, only: list[Session] | None = None
-    ) -> None:
+    async def _broadcast(self, method: str, params: Any = None) -> None:
+        if self.fanout is not None:
+            await self.fanout(method, params)
+            return
+        await self.deliver_broadcast(method, params)
+
+    async def deliver_broadcast(self, method: str, params: Any = None) -> None:
+        """Send a notification to this process's sessions that should hear it (a
+        resource's update: those subscribed to it), and to this process's 2026-era
+        ``subscriptions/listen`` streams that asked for it."""
+        self.listen_hub.publish(method, params)
+        only: list[Session] | None = None
+        if method == "notifications/resources/updated":
+            uri = (params or {}).get("uri")
+            only = [s for s in self.sessions if uri in session_state(s).subscriptions]
         for session in list(only if only is not None else self.sessions):
             if session.closed.is_set() or not session.initialized.is_set():
                 continue
@@ -550,41 +794,48 @@ class Server:
                                 exc_info=True)
 
     async def notify_tools_list_changed(self) -> None:
-        """Tell every session that the tool list changed."""
+        """Tell every session that the tool list changed (a server this one is mounted
+        in tells its own)."""
         await self._broadcast("notifications/tools/list_changed")
+        for parent, _ in self._parents:
+            await parent.notify_tools_list_changed()
 
     async def notify_prompts_list_changed(self) -> None:
         """Tell every session that the prompt list changed."""
         await self._broadcast("notifications/prompts/list_changed")
+        for parent, _ in self._parents:
+            await parent.notify_prompts_list_changed()
 
     async def notify_resources_list_changed(self) -> None:
         """Tell every session that the resource list changed."""
         await self._broadcast("notifications/resources/list_changed")
+        for parent, _ in self._parents:
+            await parent.notify_resources_list_changed()
 
     async def notify_resource_updated(self, uri: str) -> None:
-        """Tell the sessions subscribed to ``uri`` that it changed."""
-        subscribed = [s for s in self.sessions if uri in session_state(s).subscriptions]
-        await self._broadcast("notifications/resources/updated", {"uri": uri}, only=subscribed)
+        """Tell the sessions subscribed to ``uri`` that it changed (through a server
+        this one is mounted in, by the URI it serves it as)."""
+        await self._broadcast("notifications/resources/updated", {"uri": uri})
+        if self._parents:
+            from mcpactor.server.compose import prefix_uri
+
+            for parent, mount in self._parents:
+                await parent.notify_resource_updated(prefix_uri(mount.prefix, uri))
 
     # -- serving ------------------------------------------------------------------------
-
-    async def _serve_recorded(
-        self, trace: str | None, transport: str, entry_point: str | None,
-        rotation: Rotation | None, serve: Callable[[Recorder | None], Awaitable[None]],
-    ) -> None:
-        async with self._recording(trace, transport, entry_point, rotation) as recorder:
-            await serve(recorder)
 
     def new_connection(self) -> Connection:
         """A server-role protocol connection declaring this server's capabilities."""
         info = to_wire(self.info)
-        return Connection(
+        connection = Connection(
             Role.SERVER,
             info=info,
             capabilities=self.capabilities(),
             instructions=self.instructions,
             extra_methods=frozenset(self.custom_methods),
         )
+        connection.cache_policy = self.cache_policy
+        return connection
 
     def new_session(
         self, transport: Transport, *, tracer: Tracer | None = None, session_id: str | None = None
@@ -601,12 +852,32 @@ class Server:
             limits=self.limits,
         )
 
+    # -- lifespan ---------------------------------------------------------------------
+
+    def running(self) -> AbstractAsyncContextManager[LifespanT]:
+        """Enter the server's lifespan (and its mounted servers'), or share it if it is
+        entered already; yields the state. Every way of serving enters it: call it
+        yourself only to serve sessions by hand (``new_session``). See
+        :mod:`mcpactor.server.lifespan`."""
+        return self._lifespan.running()
+
+    @property
+    def lifespan_state(self) -> LifespanT:
+        """What the lifespan yielded (None without one); a
+        :class:`~mcpactor.server.lifespan.LifespanNotRunning` error while not served."""
+        state: LifespanT = self._lifespan.require()
+        return state
+
+    # -- serving ------------------------------------------------------------------------
+
     async def serve(
         self, transport: Transport, *, tracer: Tracer | None = None, session_id: str | None = None
     ) -> None:
-        """Serve one session over ``transport`` until it ends."""
+        """Serve one session over ``transport`` until it ends (in the server's
+        lifespan, entered here unless it already is)."""
         session = self.new_session(transport, tracer=tracer, session_id=session_id)
-        await session.run()
+        async with self.running():
+            await session.run()
 
     async def serve_stdio(
         self, *, trace: str | None = None, entry_point: str | None = None,
@@ -618,6 +889,83 @@ class Server:
 
         async with self._recording(trace, "stdio", entry_point, rotation) as recorder:
             await self.serve(StdioServerTransport(), tracer=recorder)
+
+    async def serve_http(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        trace: str | None = None,
+        entry_point: str | None = None,
+        rotation: Rotation | None = None,
+        http_server: str = "h11",
+        quiet: bool = False,
+        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+        **http_options: Any,
+    ) -> None:
+        """Serve Streamable HTTP (and legacy HTTP+SSE, and the custom routes) from
+        inside your own Trio program, until cancelled. With ``nursery.start`` the task
+        status is the endpoint's URL (``port=0`` picks a free port). ``http_server``:
+        ``"h11"`` (the built-in server) or ``"hypercorn"``; ``http_options`` are
+        :class:`~mcpactor.transports.http_options.HttpOptions` fields (``stateless``,
+        ``json_response``, ``auth``, ``allowed_hosts``...); ``trace``: see :meth:`run`."""
+        from mcpactor.transports.http_serve import serve_http
+
+        async with self._recording(trace, "http", entry_point, rotation) as recorder, \
+                self.running():
+            await serve_http(self, host=host, port=port, path=path, tracer=recorder,
+                             http_server=http_server, quiet=quiet, task_status=task_status,
+                             **http_options)
+
+    async def serve_websocket(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        trace: str | None = None,
+        entry_point: str | None = None,
+        rotation: Rotation | None = None,
+        quiet: bool = False,
+        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+        **options: Any,
+    ) -> None:
+        """Serve MCP over WebSocket (subprotocol ``mcp``) until cancelled; the task
+        status is the ``ws://`` URL (``options``: ``allowed_hosts``,
+        ``allowed_origins``)."""
+        from mcpactor.transports.websocket import serve_websocket
+
+        async with self._recording(trace, "ws", entry_point, rotation) as recorder, \
+                self.running():
+            await serve_websocket(self, host=host, port=port, path=path, tracer=recorder,
+                                  quiet=quiet, task_status=task_status, **options)
+
+    async def run_async(self, transport: str = "stdio", **options: Any) -> None:
+        """:meth:`run` inside a Trio program you run yourself: ``"stdio"``
+        (:meth:`serve_stdio`), ``"http"`` (:meth:`serve_http`) or ``"ws"``
+        (:meth:`serve_websocket`), with their options. Signals are yours to handle."""
+        if transport == "stdio":
+            await self.serve_stdio(**options)
+        elif transport in ("http", "streamable-http", "sse"):
+            await self.serve_http(**options)
+        elif transport in ("ws", "websocket"):
+            await self.serve_websocket(**options)
+        else:
+            raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'http' (or 'sse', "
+                         "served with it) or 'ws'")
+
+    def asgi_app(self, *, path: str = "/mcp", **http_options: Any) -> Callable[
+            [Scope, Receive, Send], Awaitable[None]]:
+        """The Streamable HTTP endpoint (with the legacy SSE one and the custom routes)
+        as an ASGI application, for an ASGI server running on Trio (hypercorn with
+        ``--worker-class trio``, or one mounted in a Trio web framework). Its ASGI
+        lifespan enters the server's lifespan and starts the sessions' task group;
+        ``http_options`` are :class:`~mcpactor.transports.http_options.HttpOptions`
+        fields. See :mod:`mcpactor.server.asgi_app`."""
+        from mcpactor.server.asgi_app import ServerAsgiApp
+
+        return ServerAsgiApp(self, path=path, **http_options)
 
     def _recording(
         self, trace: str | None, transport: str, entry_point: str | None,
@@ -674,26 +1022,21 @@ class Server:
                                              rotation=rotation))
             _after(signalled)
             return
-        if transport in ("http", "streamable-http"):
-            try:
-                from mcpactor.transports.http_server import serve_http
-            except ImportError:
-                print("mcpactor: the HTTP transport is not available in this build", file=sys.stderr)
-                raise SystemExit(2) from None
+        if transport in ("http", "streamable-http", "sse"):
+            # "sse" (the 2024-11-05 transport) is served by the same app, beside
+            # Streamable HTTP: at /sse and /messages/.
             with plain_errors():
-                signalled = trio.run(serve_until_signalled, lambda: self._serve_recorded(
-                    trace, "http", entry_point, rotation, lambda recorder: serve_http(
-                        self, host=host, port=port, path=path, tracer=recorder,
-                        **http_options)))
+                signalled = trio.run(serve_until_signalled, lambda: self.serve_http(
+                    host=host, port=port, path=path, trace=trace, entry_point=entry_point,
+                    rotation=rotation, **http_options))
             _after(signalled)
             return
         if transport in ("ws", "websocket"):
-            from mcpactor.transports.websocket import serve_websocket
-
             with plain_errors():
-                signalled = trio.run(serve_until_signalled, lambda: self._serve_recorded(
-                    trace, "ws", entry_point, rotation, lambda recorder: serve_websocket(
-                        self, host=host, port=port, path=path, tracer=recorder)))
+                signalled = trio.run(serve_until_signalled, lambda: self.serve_websocket(
+                    host=host, port=port, path=path, trace=trace, entry_point=entry_point,
+                    rotation=rotation))
             _after(signalled)
             return
-        raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'http' or 'ws'")
+        raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'http' (or 'sse', "
+                         "served with it) or 'ws'")

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import attrs
 
 from mcpactor.protocol import types as t
-from mcpactor.protocol.convert import to_wire
-from mcpactor.protocol.errors import CapabilityNotSupported, InvalidResult
+from mcpactor.protocol.convert import from_wire, to_wire
+from mcpactor.protocol.errors import (
+    CapabilityNotSupported,
+    InvalidParams,
+    InvalidResult,
+    MissingClientCapability,
+)
 from mcpactor.protocol.json_schema import first_error
 from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.protocol.mrtr import INPUT_METHODS
+from mcpactor.protocol.versions import V2025_11_25, at_least
 from mcpactor.server.elicitation import ElicitationResult, elicitation_form
+from mcpactor.server.rounds import bad_answer, rounds_of
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
 from mcpactor.session.tracker import Timeout
@@ -21,6 +29,13 @@ if TYPE_CHECKING:
     from mcpactor.server.app import Server
 
 T = TypeVar("T")
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as _TypeVarWithDefault
+
+    #: The lifespan's state (what ``Server(lifespan=...)`` yields): ``Context[AppState]``.
+    LifespanT = _TypeVarWithDefault("LifespanT", default=Any)
+else:
+    LifespanT = TypeVar("LifespanT")
 
 #: Severity order of MCP log levels (RFC 5424 names), least severe first.
 LOG_LEVELS: tuple[str, ...] = (
@@ -52,18 +67,48 @@ def session_state(session: Session) -> ServerSessionState:
     return state
 
 
-class Context:
-    """Passed to any handler that declares a parameter annotated ``Context``.
+class Context(Generic[LifespanT]):
+    """Passed to any handler that declares a parameter annotated ``Context`` (or
+    ``Context[AppState]``, which types :attr:`lifespan`).
 
     It reports progress, logs to the client, asks the client for things (sampling,
-    elicitation, roots) and tells whether the request was cancelled.
+    elicitation, roots), tells whether the request was cancelled, and holds the
+    server's lifespan state.
     """
 
     __slots__ = ("_rc", "server")
 
-    def __init__(self, rc: RequestContext, server: Server) -> None:
+    def __init__(self, rc: RequestContext, server: Server[Any]) -> None:
         self._rc = rc
         self.server = server
+
+    @property
+    def lifespan(self) -> LifespanT:
+        """What the server's lifespan yielded (``Server(lifespan=...)``): a database
+        pool, an HTTP client...; None for a server without one. In a mounted server's
+        handler, that server's own."""
+        state: LifespanT = self.server.lifespan_state
+        return state
+
+    @property
+    def lifespan_context(self) -> LifespanT:
+        """The same as :attr:`lifespan` (the name FastMCP and the SDK use)."""
+        return self.lifespan
+
+    @property
+    def method(self) -> str:
+        """The method of the request being answered (``tools/call``, ...)."""
+        return self._rc.method
+
+    @property
+    def session_id(self) -> str:
+        """The session's id (the ``Mcp-Session-Id`` over Streamable HTTP)."""
+        return self._rc.session.id
+
+    @property
+    def request(self) -> RequestContext:
+        """The session-level request (its typed ``params``, ``raw_params``, scope)."""
+        return self._rc
 
     @property
     def request_id(self) -> RequestId:
@@ -87,18 +132,28 @@ class Context:
 
     @property
     def protocol_version(self) -> str | None:
-        """The negotiated protocol version."""
-        return self._rc.session.connection.protocol_version
+        """The protocol version of this request: the session's negotiated one, or the
+        one a stateless (2026-07-28) request names in its ``_meta``."""
+        return self._rc.protocol_version
 
     @property
     def client_info(self) -> dict[str, Any]:
-        """The client's ``clientInfo`` from initialize."""
+        """The client's ``clientInfo`` (from initialize, or this request's ``_meta``)."""
+        modern = self._rc.modern
+        if modern is not None:
+            return modern.client_info or {}
         return self._rc.session.connection.peer_info or {}
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
-        """The capabilities the client declared."""
-        return self._rc.session.connection.peer_capabilities or {}
+        """The capabilities the client declared (at initialize, or in this request's
+        ``_meta``)."""
+        return self._rc.peer_capabilities
+
+    def client_supports(self, capability: str) -> bool:
+        """Whether the client declared ``capability`` (``"sampling"``,
+        ``"elicitation"``, ``"roots"``)."""
+        return capability in self._rc.peer_capabilities
 
     @property
     def auth(self) -> AccessToken | None:
@@ -128,7 +183,12 @@ class Context:
         if level not in _LEVEL_RANK:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
         session = self._rc.session
-        if not session_state(session).wants_log(level):
+        modern = self._rc.modern
+        if modern is not None:
+            # 2026-07-28: logs only for a request that set a level in its _meta.
+            if modern.log_level is None or _LEVEL_RANK[level] < _LEVEL_RANK[modern.log_level]:
+                return False
+        elif not session_state(session).wants_log(level):
             return False
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
@@ -156,9 +216,64 @@ class Context:
 
     def _require(self, capability: str, what: str) -> None:
         if capability not in self.client_capabilities:
+            if self._rc.modern is not None:
+                raise MissingClientCapability(capability, what)
             raise CapabilityNotSupported(
                 f"{what} needs the client's {capability!r} capability, which it did not declare"
             )
+
+    async def _input(
+        self, key: str | None, kind: str, method: str, params: dict[str, Any] | None,
+        result_cls: Any, timeout: Timeout | float | None,
+    ) -> Any:
+        """One input from the client: a request in a handshake session; in the stateless
+        era the answer the retry brought, or the end of this run asking for it."""
+        rc = self._rc
+        if rc.modern is None:
+            return await rc.request(method, params, timeout=timeout)
+        rounds = rounds_of(rc, method)
+        if key is None:
+            key = rounds.auto_key(kind)
+        answer = rounds.take(key)
+        if answer is None:
+            raise rounds.need({key: {"method": method, "params": params or {}}})
+        try:
+            return from_wire(answer, result_cls)
+        except InvalidParams as exc:
+            raise bad_answer(key, exc) from None
+
+    async def ask(
+        self, requests: dict[str, tuple[str, dict[str, Any] | None]],
+        *, timeout: Timeout | float | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        """Several inputs at once: ``{key: (method, params)}`` with methods among
+        ``elicitation/create``, ``sampling/createMessage``, ``roots/list``; returns
+        ``{key: result}`` (wire form). In the stateless era they go to the client in one
+        ``InputRequiredResult``; in a session, one request after another."""
+        for key, (method, _) in requests.items():
+            capability = INPUT_METHODS.get(method)
+            if capability is None:
+                raise ValueError(f"{key}: {method!r} is not an input request; use one of "
+                                 f"{', '.join(INPUT_METHODS)}")
+            self._require(capability, method)
+        rc = self._rc
+        out: dict[str, dict[str, Any]] = {}
+        if rc.modern is None:
+            for key, (method, params) in requests.items():
+                result = await rc.request(method, params, timeout=timeout)
+                out[key] = to_wire(result)
+            return out
+        rounds = rounds_of(rc, "input")
+        missing: dict[str, dict[str, Any]] = {}
+        for key, (method, params) in requests.items():
+            answer = rounds.take(key)
+            if answer is None:
+                missing[key] = {"method": method, "params": params or {}}
+            else:
+                out[key] = answer
+        if missing:
+            raise rounds.need(missing)
+        return out
 
     async def sample(
         self,
@@ -174,8 +289,12 @@ class Context:
         tools: list[t.Tool] | None = None,
         tool_choice: t.ToolChoice | None = None,
         timeout: Timeout | float | None = None,
+        key: str | None = None,
     ) -> t.CreateMessageResult:
-        """Ask the client's model for a completion (``sampling/createMessage``)."""
+        """Ask the client's model for a completion (``sampling/createMessage``).
+
+        ``key``: the input's name in a 2026-07-28 ``InputRequiredResult`` (default: one
+        derived from the call order)."""
         self._require("sampling", "sampling")
         if isinstance(messages, str):
             messages = [t.SamplingMessage(role="user", content=t.TextContent(text=messages))]
@@ -200,7 +319,8 @@ class Context:
             params["tools"] = [to_wire(x) for x in tools]
         if tool_choice is not None:
             params["toolChoice"] = to_wire(tool_choice)
-        result = await self._rc.request("sampling/createMessage", params, timeout=timeout)
+        result = await self._input(key, "sampling", "sampling/createMessage", params,
+                                   t.CreateMessageResult, timeout)
         assert isinstance(result, t.CreateMessageResult)
         return result
 
@@ -211,6 +331,7 @@ class Context:
         requested_schema: dict[str, Any],
         *,
         timeout: Timeout | float | None = None,
+        key: str | None = None,
     ) -> t.ElicitResult: ...
 
     @overload
@@ -219,6 +340,16 @@ class Context:
         message: str,
         requested_schema: type[T],
         *,
+        timeout: Timeout | float | None = None,
+        key: str | None = None,
+    ) -> ElicitationResult[T]: ...
+
+    @overload
+    async def elicit(
+        self,
+        message: str,
+        *,
+        response_type: type[T],
         timeout: Timeout | float | None = None,
     ) -> ElicitationResult[T]: ...
 
@@ -229,18 +360,22 @@ class Context:
         requested_schema: Any,
         *,
         timeout: Timeout | float | None = None,
+        key: str | None = None,
     ) -> ElicitationResult[Any]: ...
 
     async def elicit(
         self,
         message: str,
-        requested_schema: Any,
+        requested_schema: Any = None,
         *,
+        response_type: Any = None,
         timeout: Timeout | float | None = None,
+        key: str | None = None,
     ) -> t.ElicitResult | ElicitationResult[Any]:
         """Ask the user for structured input (form-mode ``elicitation/create``).
 
-        ``requested_schema`` is a type, or a JSON schema written by hand. A type (a
+        ``requested_schema`` (or ``response_type=``, FastMCP's name for it) is a type, or
+        a JSON schema written by hand. A type (a
         pydantic model, dataclass, attrs class or TypedDict whose fields are str, int,
         float, bool, a ``Literal``/``Enum`` of strings or a list of those; or one such
         value alone) gives its form schema and an :class:`ElicitationResult` whose
@@ -251,7 +386,19 @@ class Context:
         Accepted content that does not match the schema (or does not convert to the
         type) raises :class:`~mcpactor.protocol.errors.InvalidResult` (in a tool: an
         ``isError`` result, unless the tool catches it).
+
+        In 2026-07-28 the question goes out in an ``InputRequiredResult`` under ``key``
+        (default: derived from the call order) and the handler runs again with the
+        answer when the client retries.
         """
+        if response_type is not None:
+            if requested_schema is not None:
+                raise TypeError("elicit() takes the schema once: requested_schema or "
+                                "response_type, not both")
+            requested_schema = response_type
+        if requested_schema is None:
+            raise TypeError("elicit() needs what to ask for: a type (elicit(message, "
+                            "Model)) or a JSON schema")
         form = None
         if not isinstance(requested_schema, dict):
             form = elicitation_form(requested_schema)
@@ -259,9 +406,10 @@ class Context:
         self._require("elicitation", "elicitation")
         params: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
         version = self.protocol_version
-        if version == "2025-11-25":
+        if version is not None and at_least(version, V2025_11_25):
             params["mode"] = "form"
-        result = await self._rc.request("elicitation/create", params, timeout=timeout)
+        result = await self._input(key, "elicitation", "elicitation/create", params,
+                                   t.ElicitResult, timeout)
         assert isinstance(result, t.ElicitResult)
         if result.action == "accept" and result.content is not None:
             # Both sides SHOULD check the content against the schema: a handler can then
@@ -291,10 +439,12 @@ class Context:
         assert isinstance(result, t.ElicitResult)
         return result
 
-    async def list_roots(self, *, timeout: Timeout | float | None = None) -> list[t.Root]:
-        """The client's roots (``roots/list``)."""
+    async def list_roots(
+        self, *, timeout: Timeout | float | None = None, key: str | None = None
+    ) -> list[t.Root]:
+        """The client's roots (``roots/list``; an input round in 2026-07-28)."""
         self._require("roots", "roots/list")
-        result = await self._rc.request("roots/list", None, timeout=timeout)
+        result = await self._input(key, "roots", "roots/list", None, t.ListRootsResult, timeout)
         assert isinstance(result, t.ListRootsResult)
         return list(result.roots)
 
@@ -310,3 +460,14 @@ class Context:
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell every subscribed session that ``uri`` changed."""
         await self.server.notify_resource_updated(uri)
+
+    async def read_resource(self, uri: str) -> list[t.TextResourceContents | t.BlobResourceContents]:
+        """Read one of this server's resources (its own, a template's, or a mounted
+        server's) as a client would, without going through middleware; a missing one
+        raises :class:`~mcpactor.ResourceNotFound`."""
+        from mcpactor.server.handler import ServerHandler
+
+        rc = RequestContext(self._rc.session, self._rc.id, "resources/read",
+                            t.ReadResourceRequestParams(uri=uri), None, None, self._rc.scope)
+        result = await ServerHandler(self.server).read_resource(rc)
+        return list(result.contents)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import trio
 
 from mcpactor.protocol import connection as pc
 from mcpactor.protocol import types as t
@@ -24,11 +27,16 @@ from mcpactor.protocol.errors import (
     ResourceNotFound,
 )
 from mcpactor.protocol.json_schema import first_error
+from mcpactor.protocol.mrtr import InputRequired
 from mcpactor.protocol.versions import resource_not_found_code
+from mcpactor.server import compose
 from mcpactor.server.compat import downgrade_content, downgrade_tool_result
 from mcpactor.server.content import _CONTENT_TYPES, resource_contents, to_content, to_json_text
 from mcpactor.server.context import LOG_LEVELS, Context, session_state
-from mcpactor.server.registry import paginate
+from mcpactor.server.dependencies import DependencyPlan
+from mcpactor.server.listen import listen
+from mcpactor.server.registry import ResourceEntry, TemplateEntry, paginate
+from mcpactor.server.rounds import finish_rounds, open_rounds
 from mcpactor.server.schema import serialize_output, to_jsonable
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
@@ -43,10 +51,29 @@ class ToolError(Exception):
     """Raise in a tool to report a failure to the model as an ``isError`` result."""
 
 
-async def _call(fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any]) -> Any:
+async def _call(fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any],
+                thread: bool = True) -> Any:
     if is_async:
         return await fn(**kwargs)
+    if thread:
+        # A plain def blocks: in a worker thread the session (and every other one) goes
+        # on meanwhile. Looked up on the module at each call, so that a recording's
+        # stand-in for it (mcpactor.tracing.entropy) sees the wait and a replay repeats
+        # how it ended.
+        return await trio.to_thread.run_sync(functools.partial(fn, **kwargs))
     return fn(**kwargs)
+
+
+async def _call_entry(entry: Any, kwargs: dict[str, Any], rc: RequestContext,
+                      server: Server[Any]) -> Any:
+    """Call a registered handler: its dependencies first (cleaned up after it), then
+    the function, in a worker thread if it is a plain def that wants one."""
+    deps: DependencyPlan | None = entry.deps
+    if deps is None:
+        return await _call(entry.fn, entry.is_async, kwargs, entry.thread)
+    async with AsyncExitStack() as stack:
+        await deps.fill(stack, kwargs, lambda: Context(rc, server))
+        return await _call(entry.fn, entry.is_async, kwargs, entry.thread)
 
 
 class ServerHandler:
@@ -67,22 +94,66 @@ class ServerHandler:
             "prompts/get": self.get_prompt,
             "completion/complete": self.complete,
             "logging/setLevel": self.set_level,
+            "subscriptions/listen": self.listen,
         }
 
     # -- SessionHandler -----------------------------------------------------------------
 
     async def handle_request(self, rc: RequestContext) -> Any:
+        """Answer one request: through the server's middleware (if any) to its route."""
+        if self.server.middleware:
+            from mcpactor.server.middleware import request_through
+
+            return await request_through(self.server, rc, self.route)
+        # A legacy request's route inline (as in route()): one call frame less on every
+        # request.
+        route = self._routes.get(rc.method)
+        if route is not None and rc.modern is None:
+            return await route(rc)
+        return await self.route(rc)
+
+    async def route(self, rc: RequestContext) -> Any:
         """Route one request to its implementation."""
         route = self._routes.get(rc.method)
         if route is not None:
-            return await route(rc)
+            if rc.modern is None:
+                return await route(rc)
+            return await self._modern(rc, route)
         custom = self.server.custom_methods.get(rc.method)
         if custom is not None:
             return await custom(rc.params, Context(rc, self.server))
         raise MethodNotFound(f"Method not found: {rc.method}")
 
+    async def _modern(
+        self, rc: RequestContext, route: Callable[[RequestContext], Awaitable[Any]]
+    ) -> Any:
+        """A stateless request: its input rounds read before, and an ``InputRequired``
+        from the handler answered as ``InputRequiredResult`` (MRTR methods only)."""
+        open_rounds(rc, self.server)
+        try:
+            return await route(rc)
+        except InputRequired as need:
+            if rc.state is None:
+                raise InternalError("input was asked for outside an input round") from None
+            return finish_rounds(rc, self.server, need)
+
+    async def listen(self, rc: RequestContext) -> Any:
+        """``subscriptions/listen`` (2026-07-28 only)."""
+        if rc.modern is None:
+            raise MethodNotFound("Method not found: subscriptions/listen (2026-07-28 only)")
+        return await listen(rc, self.server)
+
     async def handle_notification(self, session: Session, event: pc.NotificationReceived) -> None:
-        """Client notifications: roots changes reach the application's hook."""
+        """Client notifications, through the server's middleware (if any)."""
+        if self.server.middleware:
+            from mcpactor.server.middleware import notification_through
+
+            await notification_through(self.server, session, event, self.notified)
+            return
+        await self.notified(session, event)
+
+    async def notified(self, session: Session, event: pc.NotificationReceived) -> None:
+        """Roots changes reach the application's hook."""
         if event.method == "notifications/roots/list_changed":
             hook = self.server.roots_changed_handler
             if hook is not None:
@@ -101,9 +172,61 @@ class ServerHandler:
 
     # -- tools -------------------------------------------------------------------------
 
+    # -- what this server serves, its mounts' included -----------------------------------
+
+    def serves(self, kind: str, key: str) -> bool:
+        """Whether a ``tool``, ``prompt``, ``resource`` URI or ``template`` is served
+        here (by this server or one mounted in it)."""
+        server = self.server
+        if kind == "tool":
+            own: bool = key in server.tools
+        elif kind == "prompt":
+            own = key in server.prompts
+        elif kind == "resource":
+            own = self._find_own(key) is not None
+        else:
+            own = any(tpl.template.uri_template == key for tpl in server.templates)
+        return own or (bool(server.mounts) and compose.route(server.mounts, kind, key)
+                       is not None)
+
+    async def all_tools(self, rc: RequestContext) -> list[t.Tool]:
+        """Every tool, mounted ones included."""
+        own = [e.tool for e in self.server.tools.values()]
+        if not self.server.mounts:
+            return own
+        return await compose.merged("tool", own, self.server.mounts, rc, lambda m: m.tools)
+
+    async def all_prompts(self, rc: RequestContext) -> list[t.Prompt]:
+        """Every prompt, mounted ones included."""
+        own = [e.prompt for e in self.server.prompts.values()]
+        if not self.server.mounts:
+            return own
+        return await compose.merged("prompt", own, self.server.mounts, rc,
+                                    lambda m: m.prompts)
+
+    async def all_resources(self, rc: RequestContext) -> list[t.Resource]:
+        """Every resource, mounted ones included."""
+        own = [e.resource for e in self.server.resources.values()]
+        if not self.server.mounts:
+            return own
+        return await compose.merged("resource", own, self.server.mounts, rc,
+                                    lambda m: m.resources)
+
+    async def all_templates(self, rc: RequestContext) -> list[t.ResourceTemplate]:
+        """Every resource template, mounted ones included."""
+        own = [e.template for e in self.server.templates]
+        if not self.server.mounts:
+            return own
+        return await compose.merged("template", own, self.server.mounts, rc,
+                                    lambda m: m.templates)
+
+    def _mounted(self, kind: str, key: str) -> tuple[compose.Mount, str] | None:
+        mounts = self.server.mounts
+        return compose.route(mounts, kind, key) if mounts else None
+
     async def list_tools(self, rc: RequestContext) -> t.ListToolsResult:
         """``tools/list``, paginated."""
-        tools = [e.tool for e in self.server.tools.values()]
+        tools = await self.all_tools(rc)
         page, nxt = paginate(tools, _cursor(rc), self.server.page_size)
         return t.ListToolsResult(tools=page, next_cursor=nxt)
 
@@ -113,6 +236,10 @@ class ServerHandler:
         params: t.CallToolRequestParams = rc.params
         entry = self.server.tools.get(params.name)
         if entry is None:
+            mounted = self._mounted("tool", params.name)
+            if mounted is not None:
+                mount, inner = mounted
+                return await mount.forward(rc, rc.method, attrs.evolve(params, name=inner))
             raise InvalidParams(
                 f"Unknown tool: {params.name}", data={"path": "params.name", "name": params.name}
             )
@@ -124,7 +251,10 @@ class ServerHandler:
         if sig.context_param is not None:
             kwargs[sig.context_param] = Context(rc, self.server)
         try:
-            value = await _call(entry.fn, entry.is_async, kwargs)
+            if entry.deps is None:  # the common case, without _call_entry's frame
+                value = await _call(entry.fn, entry.is_async, kwargs, entry.thread)
+            else:
+                value = await _call_entry(entry, kwargs, rc, self.server)
         except ToolError as exc:
             return _error_result(str(exc))
         except (LocalProtocolError, RequestError, RequestTimeout, ConnectionClosed,
@@ -140,7 +270,7 @@ class ServerHandler:
         if type(value) is str and sig.output_schema is None:
             # The common case, built as wire data directly: no converter on the hot path.
             return {"content": [{"type": "text", "text": value}]}
-        version = rc.session.connection.protocol_version
+        version = rc.protocol_version
         if isinstance(value, t.CallToolResult):
             if sig.output_schema is not None and not value.is_error:
                 # Built by the tool itself, so not conforming by construction; servers
@@ -174,45 +304,61 @@ class ServerHandler:
 
     async def list_resources(self, rc: RequestContext) -> t.ListResourcesResult:
         """``resources/list``, paginated."""
-        items = [e.resource for e in self.server.resources.values()]
+        items = await self.all_resources(rc)
         page, nxt = paginate(items, _cursor(rc), self.server.page_size)
         return t.ListResourcesResult(resources=page, next_cursor=nxt)
 
     async def list_templates(self, rc: RequestContext) -> t.ListResourceTemplatesResult:
         """``resources/templates/list``, paginated."""
-        items = [e.template for e in self.server.templates]
+        items = await self.all_templates(rc)
         page, nxt = paginate(items, _cursor(rc), self.server.page_size)
         return t.ListResourceTemplatesResult(resource_templates=page, next_cursor=nxt)
 
-    def _find(
-        self, uri: str, version: str | None, method: str
-    ) -> tuple[t.Resource, Callable[..., Any], bool, dict[str, Any], str | None]:
-        """The resource at ``uri``: metadata, function, async-ness, keyword arguments and
-        the name of its Context parameter; "Resource not found" with ``data.uri`` (coded
-        as ``version`` says for ``method``) when there is none."""
+    def _find_own(
+        self, uri: str
+    ) -> tuple[t.Resource, ResourceEntry | TemplateEntry, dict[str, Any]] | None:
+        """The resource at ``uri`` registered on this server: its metadata, entry and
+        keyword arguments (a template's variables); None when there is none."""
         entry = self.server.resources.get(uri)
         if entry is not None:
-            return entry.resource, entry.fn, entry.is_async, {}, entry.context_param
+            return entry.resource, entry, {}
         for tpl in self.server.templates:
             variables = tpl.matcher.match(uri)
             if variables is not None:
-                return (
-                    tpl.resource_for(uri), tpl.fn, tpl.is_async,
-                    tpl.arguments(variables), tpl.context_param,
-                )
-        raise _not_found(uri, version, method)
+                return tpl.resource_for(uri), tpl, tpl.arguments(variables)
+        return None
+
+    async def _read_mounted(self, rc: RequestContext, uri: str, version: str | None,
+                            ) -> t.ReadResourceResult:
+        mounted = self._mounted("resource", uri)
+        if mounted is None:
+            raise _not_found(uri, version, rc.method)
+        mount, inner = mounted
+        params: t.ReadResourceRequestParams = rc.params
+        try:
+            result = await mount.forward(rc, rc.method, attrs.evolve(params, uri=inner))
+        except ResourceNotFound as exc:
+            raise _not_found(uri, version, rc.method, exc.message) from None
+        # Contents carry the URIs the mounted side knows: give them the parent's.
+        contents = [c if c.uri != inner else attrs.evolve(c, uri=uri) for c in result.contents]
+        contents = [c if c.uri == uri else attrs.evolve(c, uri=compose.prefix_uri(
+            mount.prefix, c.uri)) for c in contents]
+        return attrs.evolve(result, contents=contents)
 
     async def read_resource(self, rc: RequestContext) -> t.ReadResourceResult:
         """``resources/read`` with SEP-2093 metadata on every contents item and its
         collection rules: a non-collection returns only the URI asked for."""
         params: t.ReadResourceRequestParams = rc.params
         uri = params.uri
-        version = rc.session.connection.protocol_version
-        resource, fn, is_async, kwargs, ctx_param = self._find(uri, version, rc.method)
-        if ctx_param is not None:
-            kwargs[ctx_param] = Context(rc, self.server)
+        version = rc.protocol_version
+        found = self._find_own(uri)
+        if found is None:
+            return await self._read_mounted(rc, uri, version)
+        resource, entry, kwargs = found
+        if entry.context_param is not None:
+            kwargs[entry.context_param] = Context(rc, self.server)
         try:
-            value = await _call(fn, is_async, kwargs)
+            value = await _call_entry(entry, kwargs, rc, self.server)
         except ResourceNotFound as exc:
             # Raised by the handler, which cannot know the session's revision.
             raise _not_found(exc.uri, version, rc.method, exc.message) from None
@@ -266,27 +412,50 @@ class ServerHandler:
     async def resource_metadata(self, rc: RequestContext) -> t.ReadResourceMetadataResult:
         """``resources/metadata`` (SEP-2093): the resource without its contents."""
         params: t.ReadResourceMetadataRequestParams = rc.params
-        version = rc.session.connection.protocol_version
-        resource = self._find(params.uri, version, rc.method)[0]
-        return t.ReadResourceMetadataResult(resource=resource)
+        version = rc.protocol_version
+        found = self._find_own(params.uri)
+        if found is not None:
+            return t.ReadResourceMetadataResult(resource=found[0])
+        mounted = self._mounted("resource", params.uri)
+        if mounted is None:
+            raise _not_found(params.uri, version, rc.method)
+        mount, inner = mounted
+        try:
+            result = await mount.forward(rc, rc.method, attrs.evolve(params, uri=inner))
+        except ResourceNotFound as exc:
+            raise _not_found(params.uri, version, rc.method, exc.message) from None
+        return attrs.evolve(result, resource=attrs.evolve(result.resource, uri=params.uri))
 
     async def subscribe(self, rc: RequestContext) -> dict[str, Any]:
-        """``resources/subscribe``: remember the URI for this session."""
+        """``resources/subscribe``: remember the URI for this session (and ask a remote
+        server that serves it to tell us about it)."""
         params: t.SubscribeRequestParams = rc.params
+        await self._subscribe_remote(rc, params)
         session_state(rc.session).subscriptions.add(params.uri)
         return {}
 
     async def unsubscribe(self, rc: RequestContext) -> dict[str, Any]:
         """``resources/unsubscribe``."""
         params: t.UnsubscribeRequestParams = rc.params
+        await self._subscribe_remote(rc, params)
         session_state(rc.session).subscriptions.discard(params.uri)
         return {}
+
+    async def _subscribe_remote(self, rc: RequestContext, params: Any) -> None:
+        if not self.server.mounts or self._find_own(params.uri) is not None:
+            return
+        mounted = self._mounted("resource", params.uri)
+        if mounted is not None:
+            mount, inner = mounted
+            # A mounted server's updates reach us through Server.notify_resource_updated.
+            if mount.remote:
+                await mount.forward(rc, rc.method, attrs.evolve(params, uri=inner))
 
     # -- prompts -----------------------------------------------------------------------
 
     async def list_prompts(self, rc: RequestContext) -> t.ListPromptsResult:
         """``prompts/list``, paginated."""
-        items = [e.prompt for e in self.server.prompts.values()]
+        items = await self.all_prompts(rc)
         page, nxt = paginate(items, _cursor(rc), self.server.page_size)
         return t.ListPromptsResult(prompts=page, next_cursor=nxt)
 
@@ -295,6 +464,10 @@ class ServerHandler:
         params: t.GetPromptRequestParams = rc.params
         entry = self.server.prompts.get(params.name)
         if entry is None:
+            mounted = self._mounted("prompt", params.name)
+            if mounted is not None:
+                mount, inner = mounted
+                return await mount.forward(rc, rc.method, attrs.evolve(params, name=inner))
             raise InvalidParams(
                 f"Unknown prompt: {params.name}", data={"path": "params.name", "name": params.name}
             )
@@ -313,14 +486,14 @@ class ServerHandler:
         if entry.context_param is not None:
             kwargs[entry.context_param] = Context(rc, self.server)
         try:
-            value = await _call(entry.fn, entry.is_async, kwargs)
+            value = await _call_entry(entry, kwargs, rc, self.server)
         except McpError:
             raise
         except Exception as exc:
             log.exception("prompt %s failed", params.name)
             raise InternalError(f"Internal error rendering prompt {params.name}: {exc}") from exc
         result = _prompt_result(value, entry.prompt.description)
-        version = rc.session.connection.protocol_version
+        version = rc.protocol_version
         messages = [
             m if (c := downgrade_content([m.content], version)[0]) is m.content
             else attrs.evolve(m, content=c)
@@ -332,10 +505,14 @@ class ServerHandler:
 
     async def complete(self, rc: RequestContext) -> t.CompleteResult:
         """``completion/complete``: delegates to the registered completion handler."""
+        params: t.CompleteRequestParams = rc.params
+        mounted = self._completion_mount(params.ref)
+        if mounted is not None:
+            mount, ref = mounted
+            return await mount.forward(rc, rc.method, attrs.evolve(params, ref=ref))
         handler = self.server.completion_handler
         if handler is None:
             raise MethodNotFound("Method not found: completion/complete")
-        params: t.CompleteRequestParams = rc.params
         value = handler(params.ref, params.argument, params.context)
         if hasattr(value, "__await__"):
             value = await value
@@ -349,6 +526,23 @@ class ServerHandler:
                 values=values[:100], total=len(values), has_more=len(values) > 100
             )
         )
+
+    def _completion_mount(self, ref: Any) -> tuple[compose.Mount, Any] | None:
+        """The mount a completion's reference names, and the reference in its names."""
+        if not self.server.mounts:
+            return None
+        if isinstance(ref, t.PromptReference):
+            if ref.name in self.server.prompts:
+                return None
+            mounted = self._mounted("prompt", ref.name)
+            return None if mounted is None else (
+                mounted[0], attrs.evolve(ref, name=mounted[1]))
+        uri = getattr(ref, "uri", None)
+        if not isinstance(uri, str) or any(
+                tpl.template.uri_template == uri for tpl in self.server.templates):
+            return None
+        mounted = self._mounted("template", uri)
+        return None if mounted is None else (mounted[0], attrs.evolve(ref, uri=mounted[1]))
 
     async def set_level(self, rc: RequestContext) -> dict[str, Any]:
         """``logging/setLevel``: the minimum level of messages this session receives."""

@@ -15,6 +15,7 @@ import attrs
 
 from mcpactor.protocol import types as t
 from mcpactor.protocol.errors import InvalidParams
+from mcpactor.server.dependencies import DependencyPlan
 from mcpactor.server.schema import ToolSignature
 from mcpactor.server.schema.prompts import PromptSignature
 from mcpactor.server.uri_template import UriTemplate
@@ -35,6 +36,11 @@ class ToolEntry:
     #: The outputSchema was given, not derived from the return type: results are checked
     #: against it (a derived one holds by construction).
     check_output: bool = False
+    #: A plain ``def`` runs in a worker thread (``@server.tool(thread=False)``: in the
+    #: event loop).
+    thread: bool = True
+    #: Its ``Depends(...)`` parameters (None: it has none).
+    deps: DependencyPlan | None = None
 
 
 @attrs.define(eq=False)
@@ -45,6 +51,8 @@ class ResourceEntry:
     resource: t.Resource
     context_param: str | None
     is_async: bool
+    thread: bool = True
+    deps: DependencyPlan | None = None
 
 
 @attrs.define(eq=False)
@@ -58,6 +66,8 @@ class TemplateEntry:
     context_param: str | None
     is_async: bool
     is_collection: bool | None = None
+    thread: bool = True
+    deps: DependencyPlan | None = None
 
     def resource_for(self, uri: str) -> t.Resource:
         """The metadata of one concrete resource of this family."""
@@ -111,6 +121,8 @@ class PromptEntry:
     is_async: bool
     #: Turns the client's string arguments into the parameters' types.
     sig: PromptSignature | None = None
+    thread: bool = True
+    deps: DependencyPlan | None = None
 
 
 def encode_cursor(offset: int) -> str:

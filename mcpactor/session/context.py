@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.protocol.modern import ModernRequest
 
 if TYPE_CHECKING:
     from mcpactor.session.session import Session
@@ -17,7 +18,8 @@ class RequestContext:
     """One inbound request as its handler sees it: ids, params, its cancel scope, and
     the ways to talk back to the peer while it runs."""
 
-    __slots__ = ("id", "method", "params", "progress_token", "raw_params", "scope", "session")
+    __slots__ = ("id", "method", "modern", "params", "progress_token", "raw_params", "scope",
+                 "session", "state")
 
     def __init__(
         self,
@@ -28,6 +30,7 @@ class RequestContext:
         raw_params: dict[str, Any] | None,
         progress_token: str | int | None,
         scope: trio.CancelScope,
+        modern: ModernRequest | None = None,
     ) -> None:
         self.session = session
         self.id = rid
@@ -36,6 +39,26 @@ class RequestContext:
         self.raw_params = raw_params
         self.progress_token = progress_token
         self.scope = scope
+        #: A stateless (2026-07-28) request's own declarations (version, client
+        #: capabilities, log level); None in a handshake session.
+        self.modern = modern
+        #: Per-request state of the layer above (the server's input rounds), or None.
+        self.state: Any = None
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The revision this request speaks: its own (stateless era) or the session's."""
+        if self.modern is not None:
+            return self.modern.version
+        return self.session.connection.protocol_version
+
+    @property
+    def peer_capabilities(self) -> dict[str, Any]:
+        """The capabilities the peer declared for this request (its ``_meta``) or for
+        the session (``initialize``)."""
+        if self.modern is not None:
+            return self.modern.client_capabilities
+        return self.session.connection.peer_capabilities or {}
 
     @property
     def meta(self) -> dict[str, Any] | None:

@@ -552,7 +552,8 @@ class Session(WriterActor):
                     if trace is not None:
                         trace((self._clock(), self.id, actor, "handler_started", rid, ev.method))
                     ctx = RequestContext(
-                        self, rid, ev.method, ev.params, ev.raw_params, ev.progress_token, scope
+                        self, rid, ev.method, ev.params, ev.raw_params, ev.progress_token, scope,
+                        ev.modern,
                     )
                     try:
                         result = await self._handle(ctx)
@@ -795,10 +796,14 @@ class Session(WriterActor):
     async def notify(
         self, method: str, params: Any = None, *, related_request: RequestId | None = None
     ) -> None:
-        """Send a notification (``related_request``: the inbound request it belongs to)."""
+        """Send a notification (``related_request``: the inbound request it belongs to;
+        a stateless request's notifications skip the handshake's phase rules, and are
+        dropped once it is answered)."""
         if self.observer is not None:
             params = self.observer.notifying(method, params)
-        await self._send(self.connection.send_notification(method, params), related_request)
+        data = self.connection.send_notification(method, params, related=related_request)
+        if data is not None:
+            await self._send(data, related_request)
 
     async def send_progress(
         self,

@@ -28,8 +28,14 @@ async def open_client(
     caller's Trio run, so a test under ``trio.testing.MockClock`` sees every timeout
     and sleep of both sides on virtual time. Leaving the block closes the client, then
     waits for the server's session to end.
+
+    The client opens a handshake session (``mode="legacy"``) unless ``mode`` says
+    otherwise: this helper serves one session; pass ``mode="auto"`` (or
+    ``"2026-07-28"``) to exercise the stateless revision's requests on it instead.
     """
     from mcpactor.client import connect_transport
+
+    options.setdefault("mode", "legacy")
 
     server_end, client_end = memory_pair()
     async with trio.open_nursery() as nursery:

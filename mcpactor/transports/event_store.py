@@ -145,10 +145,13 @@ class EventStore:
         self._live = 0  # stored events of streams still in the store
         self._next_no = 0
 
-    def new_stream(self, *, standalone: bool = False) -> Stream:
-        """A new, empty stream with a session-unique number."""
-        self._next_no += 1
-        s = Stream(self, self._next_no, standalone=standalone)
+    def new_stream(self, *, standalone: bool = False, no: int | None = None) -> Stream:
+        """A new, empty stream with a session-unique number (``no``: this number, for a
+        store rebuilt from a copy; later streams are numbered after it)."""
+        if no is None:
+            no = self._next_no + 1
+        self._next_no = max(self._next_no, no)
+        s = Stream(self, no, standalone=standalone)
         self.streams[s.no] = s
         return s
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import heapq
 import ipaddress
 import logging
+import socket
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any
 from urllib.parse import unquote
@@ -857,12 +858,18 @@ async def serve_h11(
     host: str = "127.0.0.1",
     port: int = 8000,
     options: H11Options | None = None,
+    listen_socket: socket.socket | None = None,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` on ``host:port`` until cancelled; the task status is the list of
-    bound base URLs (``http://127.0.0.1:PORT``), so ``port=0`` can be used."""
+    bound base URLs (``http://127.0.0.1:PORT``), so ``port=0`` can be used.
+    ``listen_socket``: accept on this listening socket instead (a worker of
+    ``mcpactor run --workers``, sharing its supervisor's socket)."""
     opts = _fit_to_descriptors(options or H11Options())
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    if listen_socket is not None:
+        listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(listen_socket))]
+    else:
+        listeners = await trio.open_tcp_listeners(port, host=host)
     urls = []
     for lst in listeners:
         name = _addr(lst.socket.getsockname())

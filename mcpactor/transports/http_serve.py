@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
@@ -11,6 +12,8 @@ import trio
 from mcpactor.transports.security import LOCAL_HOSTS
 
 if TYPE_CHECKING:
+    from mcpactor.scaleout.cluster import ClusterOptions
+    from mcpactor.scaleout.state import SharedState
     from mcpactor.server.app import Server
     from mcpactor.tracing.tracer import Tracer
     from mcpactor.transports.http_server import McpHttpApp
@@ -32,6 +35,10 @@ async def serve_http(
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
     quiet: bool = False,
     http_server: str = "h11",
+    listen_socket: socket.socket | None = None,
+    redis: str | SharedState | None = None,
+    state_key: str | None = None,
+    scaleout: ClusterOptions | None = None,
     **options: Any,
 ) -> None:
     """Serve ``server`` over Streamable HTTP (and legacy HTTP+SSE) until cancelled.
@@ -39,7 +46,12 @@ async def serve_http(
     ``http_server``: ``"h11"`` (our lean server, the default) or ``"hypercorn"``.
     ``tracer``: a running recording (:class:`mcpactor.tracing.Recorder`) that every
     session's events go to. ``options`` are :class:`HttpOptions` fields. With ``nursery.start`` the task status
-    is the endpoint URL (useful with ``port=0``). Only loopback names and ``host`` are
+    is the endpoint URL (useful with ``port=0``). ``listen_socket``: serve on this
+    listening socket (a worker of ``mcpactor run --workers``). ``redis``: share
+    sessions with every worker using the same store (a ``redis://HOST:PORT/DB`` URL, or
+    any :class:`~mcpactor.scaleout.state.SharedState`), see ``docs/scale-out.md``;
+    ``state_key`` signs state clients carry between workers; ``scaleout`` tunes keys
+    and timings (:class:`~mcpactor.scaleout.cluster.ClusterOptions`). Only loopback names and ``host`` are
     accepted in ``Host``/``Origin`` unless ``allowed_hosts``/``allowed_origins`` say
     otherwise (a server on 0.0.0.0 must list the names it is reached by).
     """
@@ -48,10 +60,24 @@ async def serve_http(
         options["allowed_hosts"] = LOCAL_HOSTS | {host.lower(), f"[{host.lower()}]"}
     from mcpactor.transports.http_server import HttpOptions, McpHttpApp
 
-    app = McpHttpApp(server, HttpOptions(path=path, tracer=tracer, **options))
-    await serve_app(
-        app, host=host, port=port, quiet=quiet, server=http_server, task_status=task_status
-    )
+    http_options = HttpOptions(path=path, tracer=tracer, **options)
+    if redis is None:
+        await serve_app(
+            McpHttpApp(server, http_options), host=host, port=port, quiet=quiet,
+            server=http_server, task_status=task_status, listen_socket=listen_socket,
+        )
+        return
+    from mcpactor.scaleout.cluster import ClusterOptions, open_cluster
+
+    if scaleout is None:
+        idle = http_options.session_idle_timeout
+        scaleout = ClusterOptions(session_ttl=(idle if idle is not None else 86_400.0) + 60.0)
+    async with open_cluster(redis, options=scaleout, state_key=state_key) as cluster:
+        await serve_app(
+            McpHttpApp(server, http_options, cluster=cluster), host=host, port=port,
+            quiet=quiet, server=http_server, task_status=task_status,
+            listen_socket=listen_socket,
+        )
 
 
 #: HTTP servers that can carry the app (``server=`` of :func:`serve_app`).
@@ -66,6 +92,7 @@ async def serve_app(
     quiet: bool = False,
     server: str = "h11",
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+    listen_socket: socket.socket | None = None,
 ) -> None:
     """Serve an :class:`McpHttpApp` until cancelled; the task status is the endpoint URL.
 
@@ -81,7 +108,7 @@ async def serve_app(
         require("hypercorn", "serving HTTP with hypercorn")
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)
-        binds = await nursery.start(_SERVE[server], app, host, port)
+        binds = await nursery.start(_SERVE[server], app, host, port, listen_socket)
         url = (binds[0] if binds else f"http://{_bind(host, port)}") + app.options.path
         if not quiet:
             print(f"mcpactor: serving {app.server.info.name} on {url}", file=sys.stderr, flush=True)
@@ -89,7 +116,8 @@ async def serve_app(
 
 
 async def _serve_h11(
-    app: McpHttpApp, host: str, port: int, *, task_status: trio.TaskStatus[list[str]]
+    app: McpHttpApp, host: str, port: int, listen_socket: socket.socket | None, *,
+    task_status: trio.TaskStatus[list[str]],
 ) -> None:
     from mcpactor.transports.h11_server import H11Options, serve_h11
 
@@ -99,17 +127,20 @@ async def _serve_h11(
         body_timeout=o.body_timeout, max_connections=o.max_connections,
         max_connections_per_peer=o.max_connections_per_peer,
     )
-    await serve_h11(app, host=host, port=port, options=options, task_status=task_status)
+    await serve_h11(app, host=host, port=port, options=options, listen_socket=listen_socket,
+                    task_status=task_status)
 
 
 async def _serve_hypercorn(
-    app: McpHttpApp, host: str, port: int, *, task_status: trio.TaskStatus[list[str]]
+    app: McpHttpApp, host: str, port: int, listen_socket: socket.socket | None, *,
+    task_status: trio.TaskStatus[list[str]],
 ) -> None:
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
     config = Config()
-    config.bind = [_bind(host, port)]
+    config.bind = [f"fd://{listen_socket.fileno()}" if listen_socket is not None
+                   else _bind(host, port)]
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = 1.0

@@ -15,6 +15,7 @@ nothing a client sends produces a traceback.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -24,6 +25,7 @@ from mcpactor.protocol import jsonrpc, versions
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Scope, Send
 from mcpactor.transports.base import TransportClosed
+from mcpactor.transports.http_modern import is_modern_post, modern_post, tool_schema_of
 from mcpactor.transports.http_options import HttpOptions
 from mcpactor.transports.http_rules import (
     Headers,
@@ -43,6 +45,7 @@ from mcpactor.transports.security import OriginPolicy
 from mcpactor.transports.sse_pump import PumpOptions, pump_stream
 
 if TYPE_CHECKING:
+    from mcpactor.scaleout.cluster import Cluster
     from mcpactor.server.app import Server
     from mcpactor.transports.event_store import Stream
 
@@ -54,12 +57,19 @@ __all__ = ["HTTP_SERVERS", "HttpOptions", "McpHttpApp", "serve_app", "serve_http
 class McpHttpApp:
     """The ASGI application. Call :meth:`run` in a nursery before serving requests."""
 
-    def __init__(self, server: Server, options: HttpOptions | None = None) -> None:
+    def __init__(
+        self, server: Server, options: HttpOptions | None = None, *, cluster: Cluster | None = None
+    ) -> None:
         self.server = server
         self.options = options or HttpOptions()
+        #: Scale-out: the workers sharing state with this one (mcpactor.scaleout), or None.
+        #: Its hooks below are marked [scale-out].
+        self.cluster = cluster
         self.policy = OriginPolicy(self.options.allowed_hosts, self.options.allowed_origins)
         self.sessions: dict[str, HttpSession] = {}
         self._nursery: trio.Nursery | None = None
+        #: A tool's ``inputSchema`` by name, for the 2026-07-28 ``Mcp-Param-*`` checks.
+        self.tool_schema = tool_schema_of(server.tools)
         self._metrics: Any = None
         if self.options.metrics_path is not None:
             # Before any session exists: sessions read the switch when they are made.
@@ -81,6 +91,8 @@ class McpHttpApp:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._reaper)
+                if self.cluster is not None:
+                    await nursery.start(self.cluster.run, self)  # [scale-out]
                 task_status.started()
                 await trio.sleep_forever()
         finally:
@@ -98,6 +110,8 @@ class McpHttpApp:
                 if hs.idle_for(now) > timeout and hs.session is not None:
                     log.info("session %s: idle for %.0fs, closing", hs.id, timeout)
                     self._forget(hs)
+                    if self.cluster is not None:
+                        self.cluster.retire(hs.id)  # [scale-out] gone for every worker
                     hs.session.close("idle timeout")
 
     def _forget(self, hs: HttpSession) -> None:
@@ -105,12 +119,14 @@ class McpHttpApp:
             del self.sessions[hs.id]
 
     async def start_session(
-        self, mode: str, *, drop_ids: frozenset[Any] = frozenset(), resumable: bool = True
+        self, mode: str, *, drop_ids: frozenset[Any] = frozenset(), resumable: bool = True,
+        session_id: str | None = None,
     ) -> HttpSession:
-        """Create and start one session (its actor tree runs in the app's nursery)."""
+        """Create and start one session (its actor tree runs in the app's nursery);
+        ``session_id``: an existing session's, taken over from another worker."""
         if self._nursery is None:
             raise RuntimeError("McpHttpApp.run() is not running")
-        sid = new_session_id()
+        sid = session_id or new_session_id()
         tracer = self.options.tracer
         hs = HttpSession(
             sid, mode=mode, max_events=self.options.max_events,
@@ -133,6 +149,8 @@ class McpHttpApp:
         finally:
             self._forget(hs)
             hs.finish()
+            if self.cluster is not None and hs.resumable:
+                await self.cluster.ended(hs)  # [scale-out]
 
     # -- ASGI entry -------------------------------------------------------------------
 
@@ -188,6 +206,12 @@ class McpHttpApp:
             await serve_metrics(self._metrics, method, send)
             return
         if path == opts.path or path == opts.path.rstrip("/") + "/":
+            if self.cluster is not None and not opts.stateless:
+                # [scale-out] a session of another worker: relayed to it, or taken over.
+                sid = headers.get("mcp-session-id")
+                if sid is not None and sid.strip() not in self.sessions:
+                    if await self.cluster.route(sid.strip(), scope, receive, send):
+                        return
             if method == "POST":
                 await self._post(headers, receive, send)
             elif method == "GET":
@@ -206,6 +230,9 @@ class McpHttpApp:
             if path == opts.messages_path or path == opts.messages_path.rstrip("/"):
                 await legacy_sse.handle_message(self, scope, headers, receive, send)
                 return
+        # The server's own routes (@server.custom_route), after the MCP endpoints.
+        if await self.server.serve_http_route(scope, receive, send, opts.max_body_size):
+            return
         await asgi.send_error(send, HttpError(404, "Not Found"))
 
     def _allowed_methods(self) -> bytes:
@@ -240,7 +267,8 @@ class McpHttpApp:
         opts = self.options
         mcp = opts.path.rstrip("/")
         legacy = (opts.sse_path, opts.messages_path, opts.messages_path.rstrip("/"))
-        return path in (mcp, mcp + "/") or (opts.legacy_sse and path in legacy)
+        return (path in (mcp, mcp + "/") or (opts.legacy_sse and path in legacy)
+                or self.server.http_route_needs_auth(path))
 
     # -- POST ---------------------------------------------------------------------------
 
@@ -262,6 +290,10 @@ class McpHttpApp:
             await asgi.send_error(send, invalid_request("Invalid Request: malformed batch item"))
             return
         is_batch = isinstance(parsed, jsonrpc.Batch)
+        header = headers.get("mcp-protocol-version")
+        if not is_batch and is_modern_post(header.strip() if header else None, items[0]):
+            await modern_post(self, headers, body, items[0], receive, send)
+            return
         # [auth] per-tool scopes: 403 insufficient_scope before the session sees the call.
         if self.options.auth is not None and await self.options.auth.check_items(
             self.server, items, send
@@ -309,6 +341,8 @@ class McpHttpApp:
             hs.session.close("initialize failed" if not self.options.stateless else "stateless")
             await asgi.send_json(send, answer or asgi.error_body(-32603, "no answer"))
             return
+        if self.cluster is not None and not await self.cluster.registered(hs, body, send):
+            return  # [scale-out] the shared store refused it: answered 503
         self.sessions[hs.id] = hs
         hs.touch()
         await asgi.send_json(send, answer, [(b"mcp-session-id", hs.id.encode())])
@@ -327,6 +361,8 @@ class McpHttpApp:
             return
         ids = [m.id for m in items if isinstance(m, jsonrpc.Request)]
         hs.touch()
+        if self.cluster is not None:
+            await self.cluster.note(hs, items)  # [scale-out] what a takeover replays
         if not ids:
             await hs.transport.deliver(body)
             hs.forget_cancelled(items)
@@ -341,6 +377,8 @@ class McpHttpApp:
             )
             return
         stream = hs.open_request_stream(ids)
+        if self.cluster is not None and not await self.cluster.opened(hs, stream, ids, send):
+            return  # [scale-out] the shared store refused it: answered 503
         if not is_batch and len(items) == 1 and hs.mode != "single" and self._nursery is not None:
             await self._post_inline(hs, stream, body, items[0], receive, send, version)
             return
@@ -409,11 +447,13 @@ class McpHttpApp:
     async def answer(
         self, hs: HttpSession, stream: Stream, receive: Receive, send: Send,
         version: str | None, *, resumable: bool = True, generation: int | None = None,
+        status_of: Callable[[bytes], int] | None = None,
     ) -> None:
         """Answer a POST's requests: one JSON body, or the stream as SSE (see
         :attr:`HttpOptions.json_response` for how the mode picks). ``generation``: the
         stream's when its requests were delivered (default: now)."""
-        sid_header = [] if self.options.stateless else [(b"mcp-session-id", hs.id.encode())]
+        stateless = self.options.stateless or status_of is not None
+        sid_header = [] if stateless else [(b"mcp-session-id", hs.id.encode())]
         if generation is None:
             generation = stream.generation
         if hs.mode != "sse":
@@ -427,7 +467,7 @@ class McpHttpApp:
                     hs.active_requests -= 1
                     hs.touch()
             if not auto or (stream.done and not stream.mixed):
-                await self._answer_json(hs, stream, send, sid_header)
+                await self._answer_json(hs, stream, send, sid_header, status_of)
                 return
         priming = resumable and version is not None and versions.at_least(
             version, versions.V2025_11_25
@@ -468,7 +508,8 @@ class McpHttpApp:
         return auto and (stream.mixed or stream.generation != generation)
 
     async def _answer_json(
-        self, hs: HttpSession, stream: Stream, send: Send, headers: list[tuple[bytes, bytes]]
+        self, hs: HttpSession, stream: Stream, send: Send, headers: list[tuple[bytes, bytes]],
+        status_of: Callable[[bytes], int] | None = None,
     ) -> None:
         parts = [data for _, data in stream.after(0)]
         # Nobody can resume a JSON answer: its events need not be kept.
@@ -482,7 +523,7 @@ class McpHttpApp:
                                                   -32603))
             return
         body = parts[0] if len(parts) == 1 else jsonrpc.encode_batch(parts)
-        await asgi.send_json(send, body, headers)
+        await asgi.send_json(send, body, headers, 200 if status_of is None else status_of(body))
 
     # -- GET and DELETE -------------------------------------------------------------------
 
@@ -529,6 +570,8 @@ class McpHttpApp:
             await asgi.send_error(send, found)
             return
         self._forget(found)
+        if self.cluster is not None:
+            self.cluster.retire(found.id)  # [scale-out] gone for every worker
         assert found.session is not None
         found.session.close("deleted by the client")
         with trio.move_on_after(5):

@@ -9,7 +9,7 @@ batch of them) marks its requests answered, which completes the POST stream.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -137,28 +137,34 @@ class HttpSession:
 
     # -- outbound routing -------------------------------------------------------------
 
-    def route(self, data: bytes, related: RequestId | None) -> None:
-        """Put one outbound message on the stream it belongs to."""
+    def target(
+        self, data: bytes, related: RequestId | None
+    ) -> tuple[Stream | None, Stream | None, list[RequestId]]:
+        """Where :meth:`route` puts one outbound message, without putting it there:
+        ``(stream it goes on, None to drop it; request stream it answers; ids it
+        answers)``. A mirror of the streams (scale-out) persists this before routing."""
         stream = self.request_streams.get(related) if related is not None else None
         if stream is None or related is None:
             if related is not None and related in self.drop_ids:
-                self.drop_ids = self.drop_ids - {related}
-                return
-            self.standalone.append(data)
-            return
+                return None, None, [related]
+            return self.standalone, None, []
         ids = _answers(data, related)
-        if not ids and self.mode == "json":
-            # A JSON answer cannot carry notifications or server requests: send them
-            # on the standalone stream where a GET can pick them up.
-            self.standalone.append(data)
+        if (not ids and self.mode == "json") or self.mode == "single":
+            # A JSON answer cannot carry notifications or server requests: they go on
+            # the standalone stream where a GET can pick them up (legacy: everything).
+            return self.standalone, stream, ids
+        return stream, stream, ids
+
+    def route(self, data: bytes, related: RequestId | None) -> None:
+        """Put one outbound message on the stream it belongs to."""
+        dest, stream, ids = self.target(data, related)
+        if dest is None:
+            self.drop_ids = self.drop_ids - {related}
             return
-        if self.mode == "single":
-            self.standalone.append(data)
-        else:
-            if not ids:
-                stream.mixed = True
-            stream.append(data)
-        if ids:
+        if dest is stream and not ids:
+            dest.mixed = True
+        dest.append(data)
+        if ids and stream is not None:
             for rid in ids:
                 if self.request_streams.get(rid) is stream:
                     del self.request_streams[rid]
@@ -219,6 +225,9 @@ class HttpSessionTransport(Transport):
         self._closed = False
         self._inbox: trio.MemorySendChannel[bytes] | None = None
         self._outbox: trio.MemoryReceiveChannel[bytes] | None = None
+        #: Scale-out: persists where each message goes before it is routed (so that
+        #: nothing a client was sent is missing from the shared store), or None.
+        self.mirror: Callable[[HttpSession, list[Outgoing]], Awaitable[None]] | None = None
         if queued:
             self._inbox, self._outbox = trio.open_memory_channel[bytes](owner.max_in_flight)
 
@@ -267,6 +276,8 @@ class HttpSessionTransport(Transport):
         """Route each message to its stream (never blocks: streams buffer)."""
         if self._closed:
             raise TransportClosed("the HTTP session is closed")
+        if self.mirror is not None:
+            await self.mirror(self.owner, messages)
         for data, related in messages:
             self.owner.route(data, related)
 

@@ -20,7 +20,9 @@ import orjson
 import trio
 
 from mcpactor.protocol import jsonrpc
+from mcpactor.protocol.headers import request_headers
 from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.protocol.modern import META_PROTOCOL_VERSION
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 from mcpactor.transports.http_client import (
     HttpClientError,
@@ -65,6 +67,25 @@ def _request_info(data: bytes) -> tuple[list[RequestId], str | None, list[Reques
             if isinstance(rid, (str, int)):
                 cancels.append(rid)
     return ids, method, cancels
+
+
+def _modern_headers(data: bytes) -> list[tuple[str, str]] | None:
+    """The headers of a stateless (2026-07-28) request, None for any other message."""
+    if data.find(b"io.modelcontextprotocol/protocolVersion") < 0:
+        return None
+    try:
+        obj = jsonrpc.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or "method" not in obj:
+        return None
+    params = obj.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+    if not isinstance(version, str):
+        return None
+    return [("mcp-protocol-version", version),
+            *((k.lower(), v) for k, v in request_headers(obj["method"], params).items())]
 
 
 class StreamableHttpClientTransport(Transport):
@@ -197,10 +218,16 @@ class StreamableHttpClientTransport(Transport):
             self._init_id = ids[0]
         for rid in ids:
             self._answered[rid] = trio.Event()
+        headers = _modern_headers(data) if ids else None
+        if headers is None:
+            headers = [*self._headers(), ("content-type", "application/json")]
+        else:
+            # 2026-07-28: no session; the version and the SEP-2243 mirrors per POST.
+            headers = [("accept", "application/json, text/event-stream"),
+                       *self.extra_headers.items(), ("content-type", "application/json"),
+                       *headers]
         try:
-            pending = await self.pool.send(
-                "POST", self.url, [*self._headers(), ("content-type", "application/json")], data
-            )
+            pending = await self.pool.send("POST", self.url, headers, data)
         except HttpClientError as exc:
             self._fail(ids, f"HTTP request failed: {exc}")
             return
@@ -227,7 +254,9 @@ class StreamableHttpClientTransport(Transport):
         self, pending: PendingResponse, data: bytes, ids: list[RequestId], method: str | None
     ) -> None:
         resp = await pending.response()
-        first, self._first_post = self._first_post, False
+        first = self._first_post
+        if method != "server/discover":  # the era probe leaves the fallbacks intact
+            self._first_post = False
         if resp.status == 404 and self.session_id is not None:
             await resp.read()
             await resp.aclose()

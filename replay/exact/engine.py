@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any
 
 import trio
@@ -66,6 +68,43 @@ async def _main(trace: Trace, subject: Any, options: ReplayOptions, scheduler: S
     seed = (trace.header.get("seeds") or {}).get("random")
     if isinstance(seed, int):
         entropy.global_random().seed(seed)
+    # A server's lifespan (its startup state) is entered before the recorded schedule,
+    # as it was before the recorded sessions: its tasks are not followed.
+    async with _lifespan(trace, subject, scheduler):
+        await _scheduled(trace, subject, options, scheduler, matcher, capture)
+
+
+@asynccontextmanager
+async def _lifespan(trace: Trace, subject: Any, scheduler: Scheduler) -> AsyncIterator[None]:
+    running = getattr(subject, "running", None)
+    if trace.role == "client" or running is None:
+        yield
+        return
+    async with AsyncExitStack() as stack:
+        with _clock_free(scheduler):
+            await stack.enter_async_context(running())
+        try:
+            yield
+        finally:
+            # Its end is outside the recording too: let it run however it likes.
+            scheduler.free = True
+
+
+@contextmanager
+def _clock_free(scheduler: Scheduler) -> Iterator[None]:
+    """Outside the recorded schedule, the lifespan's timers fire at once (the replay's
+    clock stands still between recorded passes: a trio.sleep there would never end);
+    the clock is put back where the recording starts."""
+    saved = scheduler.free, scheduler.now
+    scheduler.free = True
+    try:
+        yield
+    finally:
+        scheduler.free, scheduler.now = saved
+
+
+async def _scheduled(trace: Trace, subject: Any, options: ReplayOptions, scheduler: Scheduler,
+                     matcher: ExactMatcher, capture: ReplayCapture) -> None:
     scheduler.install()
     entropy.activate(capture)
     try:
@@ -102,6 +141,11 @@ def _client_options(trace: Trace, script: Any) -> dict[str, Any]:
         options["timeout"] = timeout_from_json(recorded["timeout"])
     if "init_timeout" in recorded:
         options["init_timeout"] = timeout_from_json(recorded["init_timeout"])
+    if "mode" not in options:
+        # The era: discover-first, pinned, or handshake; a trace from before 2026-07-28
+        # support (no mode recorded) opened with the handshake.
+        mode = recorded.get("mode")
+        options["mode"] = mode if isinstance(mode, str) else "legacy"
     sent = _recorded_initialize(trace)
     if "client_info" not in options and isinstance(sent.get("clientInfo"), dict):
         options["client_info"] = sent["clientInfo"]

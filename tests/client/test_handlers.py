@@ -29,7 +29,11 @@ def asking_server() -> Server:
     return server
 
 
-async def test_handlers_take_typed_params_and_optionally_a_context() -> None:
+@pytest.mark.parametrize(("mode", "version"), [("legacy", "2025-11-25"), ("auto", "2026-07-28")])
+async def test_handlers_take_typed_params_and_optionally_a_context(mode: str, version: str
+                                                                   ) -> None:
+    """The same handlers answer the server's requests (handshake) and its input rounds
+    (2026-07-28, where the request id is the input's key)."""
     seen: dict[str, Any] = {}
 
     async def sampling(params: t.CreateMessageRequestParams, ctx: HandlerContext
@@ -48,12 +52,12 @@ async def test_handlers_take_typed_params_and_optionally_a_context() -> None:
         return [t.Root(uri="file:///work")]
 
     handlers = ClientHandlers(sampling=sampling, elicitation=elicitation, roots=roots)
-    async with open_client(asking_server(), handlers=handlers) as c:
+    async with open_client(asking_server(), handlers=handlers, mode=mode) as c:
         res = await c.call_tool("ask")
         assert res.content[0] == t.TextContent(text="4|Ada|file:///work")
     assert seen == {
         "sampling": (t.CreateMessageRequestParams, "sampling/createMessage", "asks",
-                     "2025-11-25", True, False, None),
+                     version, mode == "legacy", False, None),
         "elicitation": t.ElicitRequestFormParams,
         "roots": "roots/list",
     }

@@ -58,7 +58,7 @@ async def _serve(nursery: trio.Nursery) -> int:
 
 async def _echo(url: str, text: str = "hi", **options: Any) -> str:
     async with mcpactor.connect_http(url, timeout=10, init_timeout=10,
-                                     open_get_stream=False, **options) as client:
+                                     open_get_stream=False, **options, mode="legacy") as client:
         result = await client.call_tool("echo", {"text": text})
         content = result.content[0]
         return getattr(content, "text", "")
@@ -264,5 +264,5 @@ async def test_headers_per_request_over_a_stream_of_ones_own(net: trio.Nursery) 
 async def test_networking_options_and_a_pool_do_not_mix() -> None:
     with pytest.raises(TypeError, match="pass proxy, tls to the HttpPool given as pool="):
         async with mcpactor.connect_http("http://127.0.0.1:1/mcp", pool=HttpPool(),
-                                         proxy="http://p:1", tls=TlsOptions()):
+                                         proxy="http://p:1", tls=TlsOptions(), mode="legacy"):
             pass

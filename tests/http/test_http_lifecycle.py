@@ -106,7 +106,7 @@ async def test_idle_sessions_expire_and_are_cleaned_up() -> None:
 
 async def test_open_get_stream_keeps_a_session_alive() -> None:
     with trio.fail_after(TIMEOUT):
-        async with running_app(session_idle_timeout=0.2) as (app, url), connect_http(url) as client:
+        async with running_app(session_idle_timeout=0.2) as (app, url), connect_http(url, mode="legacy") as client:
             await trio.sleep(0.6)
             assert len(app.sessions) == 1
             assert (await client.call_tool("echo", {"text": "x"})).content[0].text == "x"
@@ -115,7 +115,7 @@ async def test_open_get_stream_keeps_a_session_alive() -> None:
 async def test_delete_frees_everything() -> None:
     with trio.fail_after(TIMEOUT):
         async with running_app() as (app, url):
-            async with connect_http(url) as client:
+            async with connect_http(url, mode="legacy") as client:
                 await client.call_tool("echo", {"text": "x"})
                 sid = next(iter(app.sessions))
                 assert len(app.server.sessions) == 1
@@ -138,13 +138,13 @@ async def test_delete_disabled_is_405() -> None:
             assert (await raw.simple("DELETE"))[0] == 405
             assert (await raw.simple("GET", headers=raw.headers(accept="text/event-stream")))[0] == 405
             await raw.aclose()
-            async with connect_http(url) as client:  # the client tolerates the 405 on GET
+            async with connect_http(url, mode="legacy") as client:  # the client tolerates the 405 on GET
                 assert (await client.call_tool("echo", {"text": "y"})).content[0].text == "y"
 
 
 async def test_client_starts_a_new_session_after_404() -> None:
     with trio.fail_after(TIMEOUT):
-        async with running_app() as (app, url), connect_http(url) as client:
+        async with running_app() as (app, url), connect_http(url, mode="legacy") as client:
             await client.call_tool("echo", {"text": "1"})
             (old_id, hs), = app.sessions.items()
             assert hs.session is not None

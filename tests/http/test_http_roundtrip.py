@@ -25,7 +25,7 @@ TIMEOUT = 10
 
 async def test_call_tools_with_progress_over_sse() -> None:
     with trio.fail_after(TIMEOUT):
-        async with running_app() as (app, url), connect_http(url) as client:
+        async with running_app() as (app, url), connect_http(url, mode="legacy") as client:
             assert client.protocol_version == LATEST
             assert len(app.sessions) == 1
             result = await client.call_tool("echo", {"text": "hi"})
@@ -41,7 +41,7 @@ async def test_call_tools_with_progress_over_sse() -> None:
 async def test_keep_alive_connections_are_reused() -> None:
     with trio.fail_after(TIMEOUT):
         pool = HttpPool()
-        async with running_app() as (_, url), connect_http(url, pool=pool) as client:
+        async with running_app() as (_, url), connect_http(url, pool=pool, mode="legacy") as client:
             for i in range(10):
                 result = await client.call_tool("echo", {"text": str(i)})
                 assert result.content[0].text == str(i)
@@ -51,7 +51,7 @@ async def test_keep_alive_connections_are_reused() -> None:
 
 async def test_sse_polling_resumes_on_the_client() -> None:
     with trio.fail_after(TIMEOUT):
-        async with running_app(retry_ms=50) as (_, url), connect_http(url) as client:
+        async with running_app(retry_ms=50) as (_, url), connect_http(url, mode="legacy") as client:
             result = await client.call_tool("poll", {})
             assert result.content[0].text == "answered after the stream closed"
 
@@ -69,7 +69,7 @@ async def test_sse_polling_only_closes_streams_of_primed_clients() -> None:
             assert all(e.data for e in events)  # no priming event
             assert [m["id"] for m in messages(events)] == [3]
             await raw.aclose()
-        async with running_app(stateless=True) as (_, url), connect_http(url) as client:
+        async with running_app(stateless=True) as (_, url), connect_http(url, mode="legacy") as client:
             assert (await client.call_tool("poll", {})).content[0].text.startswith("answered")
 
 
@@ -85,7 +85,7 @@ async def test_json_response_mode() -> None:
             assert headers["content-type"] == "application/json"
             assert orjson.loads(body)["result"]["content"][0]["text"] == "j"
             await raw.aclose()
-            async with connect_http(url) as client:
+            async with connect_http(url, mode="legacy") as client:
                 assert (await client.call_tool("echo", {"text": "k"})).content[0].text == "k"
 
 
@@ -101,7 +101,7 @@ async def test_server_to_client_request_in_sse_and_json_modes() -> None:
     for json_mode in (False, True):
         with trio.fail_after(TIMEOUT):
             async with running_app(json_response=json_mode) as (_, url), connect_http(
-                url, handlers=ClientHandlers(sampling=_sample)
+                url, handlers=ClientHandlers(sampling=_sample), mode="legacy"
             ) as client:
                 result = await client.call_tool("ask", {"prompt": "answer?"})
                 assert result.content[0].text == "model said: 42", json_mode
@@ -110,7 +110,7 @@ async def test_server_to_client_request_in_sse_and_json_modes() -> None:
 async def test_stateless_mode() -> None:
     with trio.fail_after(TIMEOUT):
         async with running_app(stateless=True) as (app, url):
-            async with connect_http(url) as client:
+            async with connect_http(url, mode="legacy") as client:
                 result = await client.call_tool("echo", {"text": "stateless"})
                 assert result.content[0].text == "stateless"
                 seen: list[float] = []
@@ -151,6 +151,6 @@ async def test_legacy_sse_transport_and_fallback() -> None:
                 assert (await client.call_tool("echo", {"text": "old"})).content[0].text == "old"
                 assert len(app.sessions) == 1
             # POST to the SSE URL is refused with a 4xx: the client falls back to GET /sse.
-            async with connect_http(base + "/sse") as client:
+            async with connect_http(base + "/sse", mode="legacy") as client:
                 assert (await client.call_tool("echo", {"text": "fb"})).content[0].text == "fb"
             await wait_until(lambda: not app.sessions)

@@ -112,7 +112,7 @@ async def _sdk_server(mode: str) -> AsyncIterator[str]:
 @pytest.mark.parametrize("mode", ["sse", "json", "legacy"])
 async def test_our_client_drives_the_sdk_server(mode: str) -> None:
     with trio.fail_after(TIMEOUT):
-        async with _sdk_server(mode) as url, connect_http(url) as client:
+        async with _sdk_server(mode) as url, connect_http(url, mode="legacy") as client:
             assert client.server_info["name"] == "sdk-http-server"
             assert client.protocol_version == "2025-11-25"
             # legacy: the initialize POST to /sse was refused, and the client fell back.

@@ -20,7 +20,7 @@ async def test_websocket_round_trip() -> None:
             url = await nursery.start(
                 lambda task_status: serve_websocket(server, port=0, quiet=True, task_status=task_status)
             )
-            async with connect_websocket(url) as client:
+            async with connect_websocket(url, mode="legacy") as client:
                 assert client.protocol_version == "2025-11-25"
                 assert (await client.call_tool("echo", {"text": "ws"})).content[0].text == "ws"
                 seen: list[float] = []

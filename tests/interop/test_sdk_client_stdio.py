@@ -123,6 +123,14 @@ def _expect_single_text(text: str):
     return check
 
 
+def _expect_error_naming(fragment: str):
+    def check(result: types.CallToolResult, recorder: Recorder) -> None:
+        assert result.is_error
+        assert fragment in _texts(result)[0]
+
+    return check
+
+
 def _check_image(result: types.CallToolResult, recorder: Recorder) -> None:
     assert not result.is_error
     images = [c for c in result.content if isinstance(c, types.ImageContent)]
@@ -283,6 +291,13 @@ TOOL_CALLS: dict[str, tuple[dict[str, Any] | None, Any]] = {
         {"name": "Ada", "address": {"street": "1 Main St", "city": "Springfield"}},
         _check_schema_tool,
     ),
+    # 2026-07-28 tools: in this handshake session (no roots capability declared) the
+    # ones that list roots say so as an isError result.
+    "test_input_required_result_list_roots": ({}, _expect_error_naming("'roots' capability")),
+    "test_input_required_result_multiple_inputs": (
+        {}, _expect_error_naming("'roots' capability")),
+    "test_header_mirrored": (
+        {"region": "us-west1", "query": "q"}, _expect_single_text("ran 'q' in us-west1")),
 }
 
 

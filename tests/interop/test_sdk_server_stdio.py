@@ -26,7 +26,7 @@ SDK_SERVER = [sys.executable, str(HERE / "sdk_mcpserver.py")]
 async def sdk_server(protocol_version: str | None = None) -> AsyncIterator[mcpactor.Client]:
     kwargs = {} if protocol_version is None else {"protocol_version": protocol_version}
     async with mcpactor.connect_stdio(
-        SDK_SERVER, cwd=str(ROOT), env=subprocess_env(), timeout=10, init_timeout=15, **kwargs
+        SDK_SERVER, cwd=str(ROOT), env=subprocess_env(), timeout=10, init_timeout=15, **kwargs, mode="legacy"
     ) as client:
         yield client
 

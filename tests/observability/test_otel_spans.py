@@ -231,10 +231,13 @@ async def test_off_means_no_observer() -> None:
         assert (await client.call_tool("add", {"a": 1, "b": 2})).data == {"result": 3}
 
 
-@pytest.mark.parametrize("version", versions.SUPPORTED_VERSIONS)
+@pytest.mark.parametrize("version", versions.ALL_VERSIONS)
 async def test_every_revision_propagates(version: str) -> None:
+    # Both eras: the handshake's revisions and the stateless one (no initialize).
+    era = {"mode": version} if version in versions.MODERN_VERSIONS else {
+        "protocol_version": version}
     with collecting() as c:
-        async with open_client(server, protocol_version=version) as client:
+        async with open_client(server, **era) as client:
             assert client.protocol_version == version
             await client.call_tool("add", {"a": 1, "b": 2})
         ours, theirs = c.one("tools/call add", "CLIENT"), c.one("tools/call add", "SERVER")

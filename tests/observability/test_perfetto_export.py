@@ -113,7 +113,7 @@ async def _record(trace_file: Path) -> None:
                                                         on_progress=lambda *a: None))
         with pytest.raises(RequestTimeout):
             await client.call_tool("hold", {"seconds": 5}, timeout=0.2)
-        await client.ping()
+        await client.list_tools()
 
 
 def _export(trace_file: Path, out: Path) -> subprocess.CompletedProcess[str]:
@@ -136,7 +136,7 @@ async def test_export_is_valid_trace_event_json(tmp_path: Path) -> None:
                and e["name"] == "thread_name"}
     assert {"reader", "writer", "supervisor"} <= threads
     handlers = [t for t in threads if t.startswith("handler:")]
-    assert len(handlers) == 5  # three lookups, steps, hold (initialize and ping have none)
+    assert len(handlers) == 6  # three lookups, steps, hold, tools/list
     runs = {e["name"] for e in events if e["ph"] == "X" and e["cat"] == "handler"}
     assert {"tools/call lookup", "tools/call steps", "tools/call hold"} <= runs
     hold = next(e for e in events if e["ph"] == "X" and e["name"] == "tools/call hold")

@@ -43,7 +43,7 @@ def _value(samples: dict, name: str, **labels: str) -> float:  # type: ignore[ty
 async def test_metrics_endpoint(http_server: object, tmp_path: Path) -> None:
     proc, url = http_server(SERVER, "--metrics", "--trace",  # type: ignore[operator]
                             f"{tmp_path}/traces/")
-    async with connect_http(url) as client:
+    async with connect_http(url, mode="legacy") as client:
         for city in ("a", "b", "c"):
             await client.call_tool("lookup", {"city": city})
         async with trio.open_nursery() as nursery:
@@ -78,6 +78,12 @@ async def test_metrics_endpoint(http_server: object, tmp_path: Path) -> None:
     assert _value(after, "mcp_server_session_duration_seconds_count", error_type="") == 1
     status, _, _ = await trio.to_thread.run_sync(lambda: _scrape(url, method="POST"))
     assert status == 405
+    # The stateless revision's requests are counted alike.
+    async with connect_http(url, mode="2026-07-28") as client:
+        await client.call_tool("lookup", {"city": "d"})
+    _, _, text = await trio.to_thread.run_sync(_scrape, url)
+    assert _value(_samples(text), "mcp_server_operation_duration_seconds_count",
+                  mcp_method_name="tools/call", error_type="") == 5
     proc.terminate()
 
 

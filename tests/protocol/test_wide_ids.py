@@ -201,7 +201,7 @@ async def test_a_client_answers_a_servers_wide_id() -> None:
         done = trio.Event()
         nursery.start_soon(fake_server)
         with trio.fail_after(5):
-            async with connect_transport(a):
+            async with connect_transport(a, mode="legacy"):  # a handshake fake server
                 await done.wait()
 
 

@@ -23,7 +23,7 @@ def test_demo_records_a_real_session_and_replays_it_faithfully(tmp_path: Path) -
     assert client_header["role"] == "client"
     # The demo's code ships in the package: traces name modules, not checkout paths.
     assert client_header["entry_point"] == "mcpactor.demo.client:main"
-    assert client_header["client_options"] == {"timeout": 30, "init_timeout": 30.0}
+    assert client_header["client_options"] == {"timeout": 30, "init_timeout": 30.0, "mode": "auto"}
     header = orjson.loads(trace.read_bytes().splitlines()[0])
     assert header["transport"] == "stdio" and header["clock"]["kind"] == "monotonic"
     assert header["entry_point"] == "mcpactor.demo.server:server"

@@ -25,7 +25,7 @@ def test_http_session_traces_replay_and_against_url_matches(
     try:
 
         async def session() -> list[str]:
-            async with connect_http(url) as client:
+            async with connect_http(url, mode="legacy") as client:
                 quick = await client.call_tool("quick")
                 slow = await client.call_tool("slow", {"steps": 2, "every": 0.05})
                 return [quick.content[0].text, slow.content[0].text]  # type: ignore[union-attr]
@@ -63,7 +63,7 @@ def test_both_sides_of_an_http_session_replay_from_their_own_traces(
     try:
 
         async def session() -> None:
-            async with connect_http(url, trace=client_trace,
+            async with connect_http(url, mode="legacy", trace=client_trace,
                                     entry_point=f"{client_scripts.__file__}:sampling",
                                     **script.connect_options()) as client:
                 await script.main(client)

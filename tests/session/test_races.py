@@ -138,7 +138,7 @@ async def test_progress_after_completion_is_dropped(autojump_clock: trio.testing
     got: list[float] = []
     async with trio.open_nursery() as nursery:
         b = await start(nursery, server, tracer)
-        async with connect_transport(b) as client:
+        async with connect_transport(b, mode="legacy") as client:
             res = await client.call_tool("quick", {}, on_progress=lambda p, t, m: got.append(p))
             assert res.content[0].text == "quick"  # type: ignore[union-attr]
             ctx: Context = seen["ctx"]
@@ -159,7 +159,7 @@ async def test_timeout_either_side_of_the_response(
     tracer = MemoryRecorder()
     async with trio.open_nursery() as nursery:
         b = await start(nursery, server)
-        async with connect_transport(b, tracer=tracer) as client:
+        async with connect_transport(b, tracer=tracer, mode="legacy") as client:
             if expect_timeout:
                 with pytest.raises(RequestTimeout):
                     await client.call_tool("sleepy", {"seconds": handler_seconds}, timeout=1.0)
@@ -182,7 +182,7 @@ async def test_timeout_at_the_same_instant_as_the_response(autojump_clock: trio.
     server, _ = make_server()
     async with trio.open_nursery() as nursery:
         b = await start(nursery, server)
-        async with connect_transport(b) as client:
+        async with connect_transport(b, mode="legacy") as client:
             outcomes = []
             for _ in range(20):
                 try:
@@ -201,7 +201,7 @@ async def test_progress_resets_the_deadline_up_to_the_hard_maximum(autojump_cloc
     server, _ = make_server()
     async with trio.open_nursery() as nursery:
         b = await start(nursery, server)
-        async with connect_transport(b) as client:
+        async with connect_transport(b, mode="legacy") as client:
             # 6 ticks of 0.5 s = 3 s, longer than the 1 s timeout, but progress resets it.
             res = await client.call_tool(
                 "ticking", {"ticks": 6, "every": 0.5}, timeout=1.0, on_progress=lambda *a: None
@@ -227,7 +227,7 @@ async def test_caller_cancellation_sends_cancelled_and_server_stops(autojump_clo
     tracer = MemoryRecorder()
     async with trio.open_nursery() as nursery:
         b = await start(nursery, server, tracer)
-        async with connect_transport(b) as client:
+        async with connect_transport(b, mode="legacy") as client:
             with trio.move_on_after(0.5):
                 await client.call_tool("sleepy", {"seconds": 60})
             await client.ping()
@@ -250,7 +250,7 @@ async def test_handler_crash_is_32603_and_session_lives(autojump_clock: trio.tes
 
     async with trio.open_nursery() as nursery:
         b = await start(nursery, server)
-        async with connect_transport(b) as client:
+        async with connect_transport(b, mode="legacy") as client:
             with pytest.raises(McpError) as info:
                 await client.get_prompt("broken")
             assert info.value.code == -32603
@@ -262,7 +262,7 @@ async def test_tool_crash_is_an_error_result(autojump_clock: trio.testing.MockCl
     server, _ = make_server()
     async with trio.open_nursery() as nursery:
         b = await start(nursery, server)
-        async with connect_transport(b) as client:
+        async with connect_transport(b, mode="legacy") as client:
             res = await client.call_tool("crash", {})
             assert res.is_error is True
             assert "kaboom" in res.content[0].text  # type: ignore[union-attr]
@@ -276,7 +276,7 @@ async def test_end_of_input_cancels_handlers_and_fails_waiters(autojump_clock: t
     a, b = memory_pair()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(lambda: server.serve(a, tracer=tracer))
-        async with connect_transport(b) as client:
+        async with connect_transport(b, mode="legacy") as client:
             async def call() -> None:
                 with pytest.raises(McpError):
                     await client.call_tool("sleepy", {"seconds": 60})
@@ -296,7 +296,7 @@ async def test_wire_order_matches_send_order_under_concurrency() -> None:
     tracer = MemoryRecorder()
     async with trio.open_nursery() as nursery:
         b = await start(nursery, server, tracer)
-        async with connect_transport(b) as client:
+        async with connect_transport(b, mode="legacy") as client:
             async def one() -> None:
                 await client.call_tool("ticking", {"ticks": 4, "every": 0}, on_progress=lambda *a: None)
                 await client.call_tool("quick", {})

@@ -79,7 +79,7 @@ def test_http_server_with_open_sessions(
         outcomes: list[str] = []
 
         async def idle(task_status: trio.TaskStatus[None]) -> None:
-            async with connect_http(url) as client:
+            async with connect_http(url, mode="legacy") as client:
                 await client.call_tool("quick")
                 task_status.started()
                 await trio.sleep_forever()
@@ -88,7 +88,7 @@ def test_http_server_with_open_sessions(
 
         async def busy(task_status: trio.TaskStatus[None]) -> None:
             try:
-                async with connect_http(url) as client:
+                async with connect_http(url, mode="legacy") as client:
                     task_status.started()
                     await client.call_tool("sleepy", {"seconds": 60})
             except Exception as exc:  # the server went away mid-call

@@ -23,7 +23,7 @@ async def test_client_and_server_over_a_real_pipe(tmp_path: Path) -> None:
     trace = tmp_path / "server.jsonl"
     client_trace = MemoryRecorder()
     with trio.fail_after(30):
-        async with connect_stdio([*RUN, "--trace", str(trace)], tracer=client_trace) as client:
+        async with connect_stdio([*RUN, "--trace", str(trace)], tracer=client_trace, mode="legacy") as client:
             assert client.server_info["name"] == "stdio-test"
             assert client.protocol_version == "2025-11-25"
             res = await client.call_tool("add", {"a": 2, "b": 40})
@@ -59,7 +59,7 @@ async def test_client_and_server_over_a_real_pipe(tmp_path: Path) -> None:
 async def test_a_server_that_ignores_stdin_close_is_terminated() -> None:
     cmd = [sys.executable, str(ROOT / "tests" / "transports" / "stubborn_server.py")]
     with trio.fail_after(30):
-        async with connect_stdio(cmd, shutdown_timeout=0.5) as client:
+        async with connect_stdio(cmd, shutdown_timeout=0.5, mode="legacy") as client:
             await client.ping()
             proc = client.session.transport.process  # type: ignore[attr-defined]
     assert proc.returncode is not None and proc.returncode != 0  # SIGTERM ended it

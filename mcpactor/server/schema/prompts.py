@@ -128,8 +128,10 @@ def _from_string(conv: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return convert
 
 
-def build_prompt_signature(fn: Callable[..., Any], *, skip: Iterable[type] = ()) -> PromptSignature:
+def build_prompt_signature(fn: Callable[..., Any], *, skip: Iterable[type] = (),
+                           injected: Iterable[str] = ()) -> PromptSignature:
     """Describe and compile a prompt function's parameters (see the module docstring).
+    ``injected``: parameters the server fills itself (dependencies), not arguments.
 
     Raises TypeError for annotations that cannot be converted from a string argument.
     """
@@ -147,12 +149,13 @@ def build_prompt_signature(fn: Callable[..., Any], *, skip: Iterable[type] = ())
     specs: list[PromptArgumentSpec] = []
     # (name, converter, required, injected default)
     table: list[tuple[str, Callable[[Any], Any], bool, Any]] = []
+    not_arguments = frozenset(injected)
     for pname, param in sig.parameters.items():
         ann = hints.get(pname, Any)
         if skip_types and _is_skipped(ann, skip_types):
             context_param = pname
             continue
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD) or pname in not_arguments:
             continue
         has_default = param.default is not param.empty
         default = param.default if has_default else MISSING

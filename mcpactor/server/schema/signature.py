@@ -90,6 +90,7 @@ def build_signature(
     *,
     skip: Iterable[type] = (),
     unstructured: Iterable[type] = (),
+    injected: Iterable[str] = (),
 ) -> ToolSignature:
     """Build the schemas and compiled validator for a tool function.
 
@@ -99,6 +100,8 @@ def build_signature(
     server's ``Image``, ``Audio``, content classes, ``CallToolResult``); a return
     annotation involving any of them, or ``str``/``bytes``, gets no output schema.
     Return annotations that cannot be described as JSON Schema also get none.
+    ``injected``: parameters the server fills itself (dependencies): not in the schema,
+    and an argument of that name from the client is ignored, as unknown ones are.
 
     Raises TypeError for parameters that cannot be described: ``*args``/``**kwargs``,
     positional-only parameters, and unsupported annotations.
@@ -118,7 +121,10 @@ def build_signature(
     properties: dict[str, Any] = {}
     required: list[str] = []
     props: list[_Prop] = []
+    not_arguments = frozenset(injected)
     for pname, param in sig.parameters.items():
+        if pname in not_arguments:
+            continue
         ann = hints.get(pname, Any)
         if skip_types and _is_skipped(ann, skip_types):
             if context_param is not None:

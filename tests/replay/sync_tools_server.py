@@ -1,0 +1,53 @@
+"""A server of plain ``def`` tools (run in worker threads) that read the clocks and
+entropy in their threads, with a lifespan: for the replay tests of both. (Two threads
+racing on shared state would not replay: threads run again, not in lockstep;
+docs/trace-format.md.)"""
+
+import random
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import trio
+
+from mcpactor import Context, Server
+
+
+@dataclass
+class State:
+    greeting: str
+
+
+@asynccontextmanager
+async def lifespan(server: Server) -> AsyncIterator[State]:
+    await trio.sleep(0.01)  # waits on Trio's clock (a pool warming up): the replay too
+    try:
+        yield State(greeting="hello from the lifespan")
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(0.01)
+
+
+server = Server("sync-tools", version="1.0", lifespan=lifespan)
+
+
+@server.tool
+def crunch(ms: int) -> str:
+    """Blocking work in a worker thread; reports the thread's clock and entropy."""
+    started = time.monotonic()
+    time.sleep(ms / 1000)
+    return (f"{ms}ms ended at {time.time():.6f} after {time.monotonic() - started:.6f}s "
+            f"draw {random.random():.6f}")
+
+
+@server.tool(thread=False)
+def inline(n: int) -> str:
+    """The opt-out: in the event loop."""
+    return f"inline {n} {random.random():.6f}"
+
+
+@server.tool
+async def greet(ctx: Context[State]) -> str:
+    """Reads the lifespan's state."""
+    return ctx.lifespan.greeting

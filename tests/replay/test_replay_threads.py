@@ -1,0 +1,68 @@
+"""Plain ``def`` tools run in worker threads (in a server with a lifespan, which the
+replay enters as the recording did); a recording of them replays exactly: how
+each wait for a thread ended and the thread's reads of the clocks and entropy come
+from the trace. A request cancelled while its thread runs waits for the thread (a
+thread cannot be stopped), then sends nothing: replayed the same way."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import orjson
+import trio
+from replay_support import answers, events_of, run_cli
+
+from mcpactor import RequestTimeout, connect_stdio
+
+HERE = Path(__file__).resolve().parent
+SERVER = f"{HERE / 'sync_tools_server.py'}:server"
+MCPACTOR = [sys.executable, "-m", "mcpactor"]
+
+
+async def _drive(trace: Path) -> list[str]:
+    got: list[str] = []
+    async with connect_stdio([*MCPACTOR, "run", SERVER, "--trace", str(trace)]) as client:
+
+        async def call(tool: str, args: dict[str, int], timeout: float | None = None) -> None:
+            try:
+                result = await client.call_tool(tool, args, timeout=timeout)
+                got.append(result.content[0].text)  # type: ignore[union-attr]
+            except RequestTimeout:
+                got.append("timeout")
+
+        async with trio.open_nursery() as nursery:
+            for i, ms in enumerate((30, 5, 20, 1, 15, 40)):
+                nursery.start_soon(call, "crunch", {"ms": ms})
+                nursery.start_soon(call, "inline", {"n": i})
+            # Timeouts that fire while the thread still runs: the waits end cancelled.
+            nursery.start_soon(call, "crunch", {"ms": 300}, 0.05)
+            nursery.start_soon(call, "crunch", {"ms": 250}, 0.03)
+        greeting = await client.call_tool("greet", {})
+        got.append(greeting.content[0].text)  # type: ignore[union-attr]
+    return got
+
+
+def test_a_recording_of_sync_tools_in_threads_replays_exactly(tmp_path: Path) -> None:
+    trace = tmp_path / "threads.jsonl"
+    got = trio.run(_drive, trace)
+    assert got.count("timeout") == 2 and len(got) == 15
+    assert got[-1] == "hello from the lifespan"  # the replay enters the lifespan too
+    lines = trace.read_bytes().splitlines()
+    recorded = [orjson.loads(x) for x in lines]
+    # Each wait for a worker thread is in the trace, with the thread's clock readings.
+    threads = [r for r in recorded if r.get("kind") == "read" and r.get("src") == "thread"]
+    assert len(threads) == 8 and {r["v"] for r in threads} == {"done"}
+    assert any(r.get("kind") == "read" and r.get("src") == "time" for r in recorded)
+    cancelled = [r for r in recorded if r.get("kind") == "cancel_requested"]
+    assert len(cancelled) == 2
+    for _ in range(2):
+        out = tmp_path / "replayed.jsonl"
+        code, stdout, stderr = run_cli("replay", str(trace), "-o", str(out))
+        assert code == 0, (stdout, stderr)
+        assert "faithful" in stdout
+        # The same answers, bytes for bytes (clock and entropy read in the threads too).
+        replayed = events_of(out.read_bytes().splitlines())
+        original = events_of(lines)
+        for rid in range(1, 17):
+            assert answers(replayed, rid) == answers(original, rid)

@@ -1,0 +1,51 @@
+"""The server the scale-out tests run as several workers: each answer names its worker."""
+
+from __future__ import annotations
+
+import os
+
+import trio
+
+from mcpactor import Context, Server
+
+server = Server("scaleout-test", capabilities=["resources", "logging"])
+
+
+@server.tool()
+def whoami() -> str:
+    """The worker process serving this call."""
+    return str(os.getpid())
+
+
+@server.tool()
+async def slow_count(n: int, delay: float, ctx: Context) -> str:
+    """Report progress ``n`` times, ``delay`` seconds apart, logging each step; answer
+    with the worker's pid."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n)
+        await ctx.info(f"step {i}")
+        await trio.sleep(delay)
+    return f"counted {n} in {os.getpid()}"
+
+
+@server.tool()
+async def ask(question: str, ctx: Context) -> str:
+    """Sample the client's model, then list its roots."""
+    sampled = await ctx.sample(question, max_tokens=20)
+    text = getattr(sampled.content, "text", "")
+    roots = await ctx.list_roots()
+    return f"{text}|{len(roots)}|{os.getpid()}"
+
+
+@server.tool()
+async def touch(uri: str) -> str:
+    """Tell subscribers of ``uri`` that it changed, and everyone that the list did."""
+    await server.notify_resource_updated(uri)
+    await server.notify_resources_list_changed()
+    return str(os.getpid())
+
+
+@server.resource("memo://one")
+def memo_one() -> str:
+    """A resource to subscribe to."""
+    return "one"

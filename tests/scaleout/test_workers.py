@@ -1,0 +1,139 @@
+"""``mcpactor run --workers N``: one port served by N processes, a dead worker
+restarted, SIGTERM stopping them all; without shared state a session lives in one
+worker and the others answer its requests with the spec's 404."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from scaleout_support import SERVER, free_port, stop, wait_port
+
+pytestmark = pytest.mark.slow
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def _post(url: str, body: dict[str, object], sid: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    headers = {"content-type": "application/json",
+               "accept": "application/json, text/event-stream",
+               "mcp-protocol-version": "2025-06-18", "connection": "close"}
+    if sid is not None:
+        headers["mcp-session-id"] = sid
+    req = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def _children(pid: int) -> set[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True,
+                         text=True, check=False).stdout
+    return {int(x) for x in out.split()}
+
+
+@pytest.fixture
+def supervisor(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str, Path]]:
+    port = free_port()
+    log = tmp_path / "supervisor.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpactor", "run", SERVER, "--transport", "http",
+             "--port", str(port), "--workers", "2"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_port(port, proc)
+        yield proc, f"http://127.0.0.1:{port}/mcp", log
+    finally:
+        stop(proc, timeout=20)
+
+
+def _wait_workers(pid: int, count: int, timeout: float = 15) -> set[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        kids = _children(pid)
+        if len(kids) == count:
+            return kids
+        time.sleep(0.05)
+    raise AssertionError(f"supervisor {pid} has {_children(pid)} workers, not {count}")
+
+
+def _call(url: str, sid: str, tool: str) -> tuple[int, bytes]:
+    status, _, body = _post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                  "params": {"name": tool, "arguments": {}}}, sid)
+    return status, body
+
+
+def test_workers_share_the_port_restart_and_stop(
+    supervisor: tuple[subprocess.Popen[bytes], str, Path],
+) -> None:
+    proc, url, log = supervisor
+    workers = _wait_workers(proc.pid, 2)
+    # Sessions on fresh connections land on both workers (the kernel picks the
+    # acceptor); each session's own worker answers it, the other one says 404.
+    owners: dict[str, int] = {}
+    saw_404 = False
+    for _ in range(40):
+        status, headers, _ = _post(url, INIT)
+        assert status == 200
+        sid = headers["mcp-session-id"]
+        _post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+        for _ in range(6):
+            status, body = _call(url, sid, "whoami")
+            if status == 200:
+                owners.setdefault(sid, int(re.search(rb'"text":"(\d+)"', body).group(1)))  # type: ignore[union-attr]
+            else:
+                assert status == 404, body
+                assert b"session" in body.lower()
+                saw_404 = True
+        if len(set(owners.values())) == 2 and saw_404:
+            break
+    assert set(owners.values()) == workers
+    assert saw_404
+    # kill -9 one worker: the supervisor starts another, and says so.
+    victim = sorted(workers)[0]
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        now = _children(proc.pid)
+        if len(now) == 2 and victim not in now:
+            break
+        time.sleep(0.05)
+    assert victim not in _children(proc.pid) and len(_children(proc.pid)) == 2
+    assert "restarting" in log.read_text()
+    status, headers, _ = _post(url, INIT)
+    assert status == 200
+    # SIGTERM stops every worker and the supervisor, cleanly.
+    kids = _children(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(20) == 0
+    for kid in kids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(kid, 0)
+
+
+def test_workers_option_errors_are_one_line(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "mcpactor", "run", SERVER, "--workers", "2"],
+                         capture_output=True, text=True, timeout=30, check=False)
+    assert out.returncode == 2
+    assert out.stderr.strip() == ("mcpactor: --workers needs --transport http (stdio serves "
+                                  "one client; use --transport http to share a port among "
+                                  "worker processes)")
+    out = subprocess.run([sys.executable, "-m", "mcpactor", "run", SERVER, "--transport", "http",
+                          "--redis", "http://nope"], capture_output=True, text=True, timeout=30,
+                         check=False)
+    assert out.returncode == 2
+    assert "--redis: bad Redis URL" in out.stderr and "Traceback" not in out.stderr

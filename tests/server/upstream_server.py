@@ -1,0 +1,82 @@
+"""The remote server the proxy tests put behind ``Server.as_proxy``."""
+
+from typing import Any
+
+import trio
+
+from mcpactor import Context, McpError, Server
+from mcpactor.protocol import types as t
+
+server = Server("upstream", version="2.0")
+#: Set by a test of this process to hear that ``sleepy`` was cancelled.
+on_cancel: trio.Event | None = None
+
+
+@server.tool
+async def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@server.tool
+async def count(n: int, ctx: Context) -> str:
+    """Counts, reporting progress and logging."""
+    for i in range(n):
+        await ctx.report_progress(i + 1, n)
+        await ctx.info(f"step {i + 1}")
+    return f"counted to {n}"
+
+
+@server.tool
+async def ask(ctx: Context) -> str:
+    """Asks the user, then the model."""
+    answer = await ctx.elicit("Your name?", {"type": "object",
+                                             "properties": {"name": {"type": "string"}}})
+    name = (answer.content or {}).get("name") if answer.action == "accept" else None
+    sampled = await ctx.sample(f"Greet {name}", max_tokens=10)
+    return f"{answer.action}: {name}; model: {sampled.content.text}"  # type: ignore[union-attr]
+
+
+@server.tool
+async def refuse() -> str:
+    """Fails with a protocol error of its own."""
+    raise McpError("Quota exhausted", code=-32050, data={"retry": False})
+
+
+@server.tool
+async def session_id(ctx: Context) -> str:
+    """The upstream session's id."""
+    return ctx.session_id
+
+
+@server.tool
+async def sleepy(seconds: float) -> str:
+    """Sleeps (to be cancelled)."""
+    try:
+        await trio.sleep(seconds)
+    except trio.Cancelled:
+        if on_cancel is not None:
+            on_cancel.set()
+        raise
+    return "woke"
+
+
+@server.resource("file:///readme", mime_type="text/plain")
+async def readme() -> str:
+    return "read me"
+
+
+@server.resource("file:///docs/{page}")
+async def docs(page: str) -> str:
+    return f"page {page}"
+
+
+@server.prompt
+async def review(code: str) -> str:
+    """Review some code."""
+    return f"Please review: {code}"
+
+
+@server.completion
+async def complete(ref: Any, argument: t.CompletionArgument, context: Any) -> list[str]:
+    return [v for v in ("python", "perl") if v.startswith(argument.value)]
