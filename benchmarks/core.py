@@ -105,6 +105,18 @@ SERVERS: list[ServerSpec] = [
                    "http_churn_worst"},
     ),
     ServerSpec(
+        "mcpactor_otel",
+        "variant",
+        {
+            "stdio": ["{mcpactor}", "run", "benchmarks/servers/echo_otel.py:server", "--otel"],
+            "http": ["{mcpactor}", "run", "benchmarks/servers/echo_otel.py:server", *_HTTP,
+                     "--otel"],
+        },
+        "mcpactor run --otel: OpenTelemetry spans and metrics (the SDK, batch processor, "
+        "exporting nowhere)",
+        workloads={"stdio_seq", "stdio_pipelined", "http_seq", "http_concurrent"},
+    ),
+    ServerSpec(
         "sdk_lowlevel",
         "peer",
         {

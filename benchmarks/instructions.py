@@ -49,17 +49,22 @@ from benchmarks.drivers.pipe_client import PipeSession
 
 ROOT = Path(__file__).resolve().parent.parent
 ECHO = "benchmarks/servers/echo_mcpactor.py:server"
+OTEL_ECHO = "benchmarks/servers/echo_otel.py:server"
 RESULTS = ROOT / "benchmarks" / "results"
 _SUMMARY = re.compile(rb"^summary: (\d+)$", re.M)
 _CMD = re.compile(rb"^cmd: (.*)$", re.M)
 
 
-def _run(outdir: Path, tag: str, calls: int, *, traced: bool, pipelined: bool) -> int:
-    """Instructions of the server for one run of ``calls`` calls."""
+def _run(outdir: Path, tag: str, calls: int, *, traced: bool, pipelined: bool,
+         otel: bool = False) -> int:
+    """Instructions of the server for one run of ``calls`` calls (``otel``: with
+    OpenTelemetry on, the SDK exporting to nowhere: ``servers/echo_otel.py``)."""
     argv = ["valgrind", "--tool=callgrind", "--trace-children=yes",
             "--trace-children-skip-by-arg=*mcpactor.tracing.sink*",
             f"--callgrind-out-file={outdir}/{tag}.%p.out",
-            sys.executable, "-m", "mcpactor", "run", ECHO]
+            sys.executable, "-m", "mcpactor", "run", OTEL_ECHO if otel else ECHO]
+    if otel:
+        argv.append("--otel")
     if traced:
         argv += ["--trace", str(outdir / f"{tag}.jsonl")]
     # Batches fill up before they go, as at full speed (the recorder's 50 ms timer would
@@ -84,7 +89,7 @@ def _run(outdir: Path, tag: str, calls: int, *, traced: bool, pipelined: bool) -
     raise SystemExit(f"no callgrind count for {tag}: see {outdir / (tag + '.err')}")
 
 
-WORKLOADS = ("pipelined", "sequential", "sink")
+WORKLOADS = ("pipelined", "sequential", "sink", "otel")
 
 
 def staged_parts(trace: Path) -> tuple[list[bytes], int]:
@@ -183,6 +188,9 @@ def measure(calls: int, workloads: list[str]) -> dict[str, Any]:
             if workload == "sink":
                 results[workload] = measure_sink(outdir, 3 * calls)
                 continue
+            if workload == "otel":
+                results[workload] = measure_otel(outdir, calls)
+                continue
             pipelined = workload == "pipelined"
             per_call: dict[str, float] = {}
             for traced in (False, True):
@@ -208,6 +216,26 @@ def measure(calls: int, workloads: list[str]) -> dict[str, Any]:
     return results
 
 
+def measure_otel(outdir: Path, calls: int) -> dict[str, Any]:
+    """What OpenTelemetry costs the server (``--otel``, spans and metrics of every
+    request made, batched and dropped), per call, 100 in flight and one at a time."""
+    out: dict[str, Any] = {}
+    for pipelined in (True, False):
+        shape = "pipelined" if pipelined else "sequential"
+        per_call = {}
+        for otel in (False, True):
+            name = "otel" if otel else "plain"
+            runs = [_run(outdir, f"otel-{shape}-{name}-{n}", n, traced=False,
+                         pipelined=pipelined, otel=otel) for n in (calls, 3 * calls)]
+            per_call[name] = (runs[1] - runs[0]) / (2 * calls)
+        base, on = per_call["plain"], per_call["otel"]
+        out[shape] = {"plain_server": round(base), "otel_server": round(on),
+                      "cost": (on - base) / base}
+        print(f"otel {shape:10} server instructions per call: off {base:9,.0f}, on "
+              f"{on:9,.0f}: OpenTelemetry costs {100 * (on - base) / base:5.1f}%", flush=True)
+    return out
+
+
 def whole_cost(server: dict[str, Any], sink: dict[str, Any]) -> dict[str, Any]:
     """The recording's whole work per call (the server's added instructions and the
     sink's) against the untraced server's: on a machine whose cores are all busy (the
@@ -224,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=2000,
                    help="calls in the shorter run of each pair (default 2000)")
     p.add_argument("--workloads", default="pipelined,sequential",
-                   help="pipelined, sequential and/or sink (default: the first two)")
+                   help="pipelined, sequential, sink and/or otel (OpenTelemetry's cost; "
+                   "default: the first two)")
     args = p.parse_args(argv)
     if shutil.which("valgrind") is None:
         print("python -m benchmarks.instructions: valgrind is not installed "
@@ -234,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = [w for w in workloads if w not in WORKLOADS]
     if bad or not workloads or args.calls < 1:
         print(f"python -m benchmarks.instructions: unknown workload(s) {bad or workloads}; "
-              "use --workloads pipelined,sequential,sink and --calls N >= 1",
+              "use --workloads pipelined,sequential,sink,otel and --calls N >= 1",
               file=sys.stderr)
         return 2
     started = time.time()

@@ -85,15 +85,17 @@ def ratios(summary: list[dict[str, Any]], subject: str) -> list[dict[str, Any]]:
     return out
 
 
-def trace_costs(summary: list[dict[str, Any]], subject: str) -> list[dict[str, Any]]:
-    """What recording a trace costs, per workload: 1 - traced rate / untraced rate, or
-    for a lower-is-better row (a worst latency) traced / untraced - 1. ``target`` says
-    whether a worst latency stays within max(2x, +15 ms) of the untraced one."""
+def trace_costs(summary: list[dict[str, Any]], subject: str,
+                variant: str = "traced") -> list[dict[str, Any]]:
+    """What a variant costs (recording a trace: ``traced``; OpenTelemetry: ``otel``), per
+    workload: 1 - variant rate / subject rate, or for a lower-is-better row (a worst
+    latency) variant / subject - 1. ``target`` says whether a worst latency stays within
+    max(2x, +15 ms) of the subject's."""
     by = {(r["workload"], r["server"]): r for r in summary}
     lower = {w.name for w in WORKLOADS if w.lower_is_better}
     out = []
     for r in summary:
-        if r["server"] != f"{subject}_traced" or not r.get("calls_per_s"):
+        if r["server"] != f"{subject}_{variant}" or not r.get("calls_per_s"):
             continue
         plain = by.get((r["workload"], subject))
         if not plain or not plain.get("calls_per_s"):
@@ -154,6 +156,10 @@ def format_table(
                   + ("" if "target" not in c else
                      "  within target" if c["target"] else "  OVER TARGET")
                   for c in costs]
+    costs = trace_costs(summary, subject, "otel")
+    if costs:
+        lines += ["", "OpenTelemetry cost (1 - otel/plain rate):"]
+        lines += [f"  {c['workload']:<20} {100 * c['cost']:6.1f}%" for c in costs]
     return "\n".join(lines)
 
 

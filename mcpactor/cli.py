@@ -89,6 +89,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     if auth is not None:
         options["auth"] = auth
+    if args.metrics is not None:
+        options["metrics_path"] = args.metrics
     options.update(_scaleout_options(args))
     if worker is not None:
         from mcpactor.scaleout.workers import inherited_listener
@@ -98,10 +100,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if options and args.transport != "http":
         raise CliError("the HTTP options (--json-response, --sse-response, --server, "
                        "--stateless, --allow-*, --session-timeout, the connection limits, "
-                       "--redis, --state-key) need --transport http")
+                       "--redis, --state-key, --metrics) need --transport http")
     rotation = _trace_rotation(args)
     if args.trace:
         _check_trace_path(args.trace)
+    from mcpactor.cli_observability import start
+
+    stop_observing = start(args, server.info.name)
     try:
         server.run(
             args.transport,
@@ -117,6 +122,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 130
     except OSError as exc:  # a bind that fails: Server.run raises it as itself
         raise CliError(_serve_error(exc, args)) from None
+    finally:
+        stop_observing()
     return 0
 
 
@@ -406,6 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
     from mcpactor.cli_auth import add_auth_arguments
 
     add_auth_arguments(run)
+    from mcpactor.cli_observability import add_arguments
+
+    add_arguments(run)
     run.set_defaults(func=cmd_run)
 
     from mcpactor import cli_extra

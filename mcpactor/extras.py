@@ -4,7 +4,9 @@
 more are extras: ``mcpactor[hypercorn]`` (serving HTTP with hypercorn instead of the
 built-in server), ``mcpactor[auth]`` (PyJWT and cryptography: JWT access tokens,
 ``private_key_jwt``), ``mcpactor[redis]`` (coredis: shared state for scale-out,
-``--redis``), ``mcpactor[testing]`` (the pytest plugin's pytest-trio). Their
+``--redis``), ``mcpactor[testing]`` (the pytest plugin's pytest-trio),
+``mcpactor[otel]`` (OpenTelemetry's API), ``mcpactor[otlp]`` (its SDK and OTLP/HTTP
+exporter, for ``mcpactor run --otel``), ``mcpactor[prometheus]`` (``/metrics``). Their
 modules are imported only where a feature needs them, through :func:`require`.
 """
 
@@ -21,6 +23,11 @@ EXTRAS: Final[dict[str, tuple[str, str]]] = {
     "jwt": ("PyJWT[crypto]", "auth"),
     "pytest_trio": ("pytest-trio", "testing"),
     "coredis": ("coredis", "redis"),
+    "opentelemetry": ("opentelemetry-api", "otel"),
+    "opentelemetry.sdk": ("opentelemetry-sdk", "otlp"),
+    "opentelemetry.exporter.otlp.proto.http": ("opentelemetry-exporter-otlp-proto-http",
+                                               "otlp"),
+    "prometheus_client": ("prometheus-client", "prometheus"),
 }
 
 

@@ -65,8 +65,8 @@ def register(sub: Any) -> None:
     p.add_argument("--timeout", type=positive_float, default=10.0,
                    help="seconds to wait for each live answer (--against, --serve)")
     p.add_argument("--interleaving", "--request", dest="interleaving", metavar="ID",
-                   help="after a faithful replay, show the steps around request ID (a JSON "
-                   "value: 3, or '\"abc\"'): which task ran between which awaits")
+                   help="replay up to request ID (a JSON value: 3, or '\"abc\"') and, if "
+                   "faithful, show its steps: which task ran between which awaits")
     p.add_argument("--session", metavar="SID",
                    help="with --interleaving: the session of the request (whole-process "
                    "traces where several sessions used the id)")
@@ -91,6 +91,21 @@ def register(sub: Any) -> None:
     html.add_argument("--interleaving", "--request", dest="interleaving", metavar="ID",
                       help="replay the trace and add the steps around request ID")
     html.set_defaults(func=cmd_html)
+    find = tsub.add_parser(
+        "find", help="the recorded request of a W3C trace id, and how to replay it",
+        description="Search traces for the request of an OpenTelemetry trace id (as a "
+        "tracing UI shows it, or a whole traceparent): the file, the event, and the "
+        "`mcpactor replay` command that replays up to it. Exit 0 if found, 1 if not.")
+    find.add_argument("trace_id", metavar="TRACE_ID")
+    find.add_argument("paths", nargs="+", metavar="PATH", help="trace files or folders")
+    find.set_defaults(func=cmd_find)
+    export = tsub.add_parser(
+        "export", help="write a trace in another tool's format (Perfetto, chrome://tracing)")
+    export.add_argument("trace")
+    export.add_argument("--format", required=True, choices=["perfetto"],
+                        help="perfetto: Chrome trace-event JSON (Perfetto UI, chrome://tracing)")
+    export.add_argument("-o", "--output", required=True, metavar="OUT.json")
+    export.set_defaults(func=cmd_export)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -98,7 +113,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.serve and args.against:
         raise _cli_error("--serve (play the recorded server to a client) and --against (play "
                          "the recorded client to a server) exclude each other")
-    trace = _load(args.trace, require_end=args.until is None)
+    request = _request_id(args.interleaving) if args.interleaving is not None else None
+    trace = _load(args.trace, require_end=args.until is None and request is None)
+    if request is not None and args.until is None and not (args.serve or args.against):
+        # Up to the request (its answer, or the last thing its handler did) is enough.
+        args.until = _request_end(trace, request, args.session)
     seed = trace.header.get("hash_seed")
     if isinstance(seed, int) and not (args.serve or args.against) and getattr(
             args, "restartable", False):
@@ -131,7 +150,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"replay: stopped before {event_line(ev.data)}", file=sys.stderr, flush=True)
         breakpoint()
 
-    request = _request_id(args.interleaving) if args.interleaving is not None else None
     if request is not None and trace.version < 2:
         raise _cli_error("--interleaving needs a trace of format version 2 (recorded with "
                          "the schedule): record it again with this mcpactor")
@@ -170,6 +188,34 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print_comparison(result.changes, sys.stdout, what="responses")
         return 0 if result.changes.same else 1
     return 0 if result.faithful else 1
+
+
+def _request_end(trace: Trace, request: Any, session: str | None) -> int:
+    """The seq of the last event of request ``request``'s handling (its response, or
+    its handler's last event); a one-line error if the trace has no such request."""
+    import orjson
+
+    key = orjson.dumps(request)
+    actor = f"handler:{request}"
+    last: int | None = None
+    sessions: set[str | None] = set()
+    for ev in trace.events:
+        if session is not None and ev.session != session:
+            continue
+        mine = ev.actor == actor and orjson.dumps(ev.data.get("id")) == key
+        answer = ev.kind == "message_out" and orjson.dumps(ev.data.get("related")) == key
+        if mine or answer:
+            last = ev.seq
+            sessions.add(ev.session)
+    if last is None or not sessions:
+        where = f" in session {session}" if session else ""
+        raise _cli_error(f"no handler ran for request {key.decode()}{where} in "
+                         f"{trace.path} (the request ids are the ones in message_in events; "
+                         "`mcpactor trace show` lists them)")
+    if len(sessions) > 1:
+        raise _cli_error(f"{trace.path}: several sessions have a request {key.decode()}: "
+                         "name one with --session SID")
+    return last
 
 
 def _request_id(text: str) -> Any:
@@ -222,6 +268,33 @@ def _interleaving(trace: Trace, request: str) -> Any:
         return interleaving(trace, result, _request_id(request))
     except NoSuchRequest as exc:
         raise _cli_error(str(exc)) from None
+
+
+def cmd_find(args: argparse.Namespace) -> int:
+    """``mcpactor trace find``."""
+    from .find import BadTraceId, find, parse_trace_id, print_found
+
+    try:
+        trace_id = parse_trace_id(args.trace_id)
+        found = find(trace_id, args.paths)
+    except BadTraceId as exc:
+        raise _cli_error(str(exc)) from None
+    except FileNotFoundError as exc:
+        raise _cli_error(str(exc)) from None
+    print_found(found, trace_id, sys.stdout)
+    return 0 if found else 1
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``mcpactor trace export``."""
+    from .perfetto import to_chrome_trace
+
+    trace = _load(args.trace, require_end=False)
+    import orjson
+
+    _write(args.output, orjson.dumps(to_chrome_trace(trace)))
+    print(f"wrote {args.output} (open it in https://ui.perfetto.dev or chrome://tracing)")
+    return 0
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -70,7 +70,7 @@ def same_json(a: Any, b: Any) -> bool:
 #: (``buffered`` then, ``yields`` now): not compared.
 _TRANSPORT_KEYS = frozenset({"buffered", "yields"})
 #: Kinds a version-1 recording never has (a replay of one does not compare them).
-_NEWER_KINDS = frozenset({"close_requested", "receive_cancelled", "send_cancelled"})
+_NEWER_KINDS = frozenset({"close_requested", "receive_cancelled", "send_cancelled", "otel_span"})
 
 
 def _comparable(ev: dict[str, Any]) -> dict[str, Any]:

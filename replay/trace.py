@@ -26,6 +26,15 @@ INPUT_KINDS = frozenset({"message_in", "message_oversize", "transport_closed", "
 #: the recorded steps an outside action happened, which the replay does not renumber).
 VOLATILE_KEYS = frozenset({"seq", "t", "session", "at"})
 
+#: Records that annotate the run without being part of it (``otel_span``: the
+#: OpenTelemetry ids of a request's server span, written while the run was observed):
+#: kept aside (:attr:`Trace.annotations`), never replayed nor compared.
+ANNOTATION_KINDS = frozenset({"otel_span"})
+
+#: The ``_meta`` keys of W3C trace context and baggage: an observed run puts fresh ids
+#: there on every message it sends, so messages are compared without them.
+PROPAGATION_KEYS = ("traceparent", "tracestate", "baggage")
+
 
 class TraceError(Exception):
     """A trace that cannot be used: malformed, truncated, or of an unknown version."""
@@ -60,7 +69,37 @@ class Event:
 
     def comparable(self) -> dict[str, Any]:
         """The event without the keys that may differ in a faithful replay."""
-        return {k: v for k, v in self.data.items() if k not in VOLATILE_KEYS}
+        return comparable(self.data)
+
+
+def comparable(data: dict[str, Any]) -> dict[str, Any]:
+    """An event without what may differ in a faithful replay: the volatile keys, and
+    the trace context an observed run added to its messages (:data:`PROPAGATION_KEYS`)."""
+    out = {k: v for k, v in data.items() if k not in VOLATILE_KEYS}
+    msg = out.get("msg")
+    if msg is not None and out.get("kind") in ("message_out", "message_in"):
+        out["msg"] = _without_propagation(msg)
+    return out
+
+
+def _without_propagation(msg: Any) -> Any:
+    if isinstance(msg, list):
+        return [_without_propagation(m) for m in msg]
+    if not isinstance(msg, dict):
+        return msg
+    params = msg.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict) or not any(k in meta for k in PROPAGATION_KEYS):
+        return msg
+    assert isinstance(params, dict)
+    rest = {k: v for k, v in meta.items() if k not in PROPAGATION_KEYS}
+    new_params = {k: v for k, v in params.items() if k != "_meta"}
+    if rest:
+        new_params["_meta"] = rest
+    out = {k: v for k, v in msg.items() if k != "params"}
+    if new_params:
+        out["params"] = new_params
+    return out
 
 
 def stream_key(actor: str, data: dict[str, Any]) -> str:
@@ -113,6 +152,8 @@ class Trace:
     truncations: tuple[tuple[int, int | None], ...] = ()
     #: (Version 2) the schedule's and reads' lines as recorded, with their seqs.
     schedule_lines: tuple[tuple[int, bytes], ...] = ()
+    #: Records of :data:`ANNOTATION_KINDS`, as read (not events of the run).
+    annotations: tuple[dict[str, Any], ...] = ()
 
     @property
     def version(self) -> int:
@@ -209,6 +250,7 @@ def parse_trace(data: bytes, path: Path | None = None, *, require_end: bool = Tr
     names: dict[int, str] = {}
     truncations: list[tuple[int, int | None]] = []
     schedule_lines: list[tuple[int, bytes]] = []
+    annotations: list[dict[str, Any]] = []
     last_seq = 0
     expect: int | None = None  # version 2: every line's seq is the one after the last
     for number, raw in enumerate(lines[1:], start=2):
@@ -257,12 +299,14 @@ def parse_trace(data: bytes, path: Path | None = None, *, require_end: bool = Tr
         elif kind == "read":
             reads.append(_read(name, number, obj))
             schedule_lines.append((seq, raw))
+        elif kind in ANNOTATION_KINDS:
+            annotations.append(obj)
         else:
             events.append(_event(name, number, obj, len(events)))
     if require_end:
         _check_ends(name, events, truncations)
     return Trace(header, tuple(events), path, tuple(scheds), names, tuple(reads),
-                 tuple(truncations), tuple(schedule_lines))
+                 tuple(truncations), tuple(schedule_lines), tuple(annotations))
 
 
 def _check_ends(name: str, events: list[Event], truncations: list[Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -24,11 +25,13 @@ def http_server() -> Iterator[Callable[..., tuple[subprocess.Popen[bytes], str]]
     its traces, or to send it a signal); whatever still runs is terminated afterwards."""
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(target: str, *args: str) -> tuple[subprocess.Popen[bytes], str]:
+    def start(target: str, *args: str,
+              env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
         port = _free_port()
         proc = subprocess.Popen(
             [sys.executable, "-m", "mcpactor", "run", target, "--transport", "http",
-             "--port", str(port), *args], stderr=subprocess.DEVNULL)
+             "--port", str(port), *args], stderr=subprocess.DEVNULL,
+            env=None if env is None else {**os.environ, **env})
         started.append(proc)
         for _ in range(200):
             assert proc.poll() is None, "the HTTP server exited"

@@ -45,6 +45,10 @@ async def edit(note_id: str, text: str, ctx: Context) -> str:
     return "saved"
 
 
+#: The demo subscribes and pings: handshake-era requests (2026-07-28 removed them in
+#: favour of ``subscriptions/listen``), so its client connects in the legacy mode.
+CLIENT_MODE = "legacy"
+
 async def demo(client: Client) -> None:
     assert [r.uri for r in await client.list_all_resources()] == [
         "notes://readme", "notes://index", "notes://logo"]

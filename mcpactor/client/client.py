@@ -259,8 +259,22 @@ class Client:
         return self.session.connection.peer_instructions
 
     async def _initialize(self, protocol_version: str, timeout: float | None) -> None:
-        rid, data = self.session.connection.start_initialize(protocol_version)
-        self.init_result = await self._first_request(rid, "initialize", data, timeout)
+        observer = self.session.observer
+        span: Any = None
+        meta: dict[str, Any] | None = None
+        if observer is not None:
+            # Observed: initialize is a CLIENT span too, its context in params._meta.
+            span, meta = observer.start_initialize()
+        rid, data = self.session.connection.start_initialize(protocol_version, meta)
+        if observer is None:
+            self.init_result = await self._first_request(rid, "initialize", data, timeout)
+            return
+        try:
+            self.init_result = await self._first_request(rid, "initialize", data, timeout)
+        except BaseException as exc:
+            observer.end_initialize(span, exc)
+            raise
+        observer.end_initialize(span, None)
 
     async def _first_request(
         self, rid: RequestId, method: str, data: bytes, timeout: float | None

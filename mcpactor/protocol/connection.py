@@ -143,6 +143,11 @@ class Connection:
     # -- inspection -------------------------------------------------------------------
 
     @property
+    def next_request_id(self) -> int:
+        """The id our next request will get."""
+        return self._next_id + 1
+
+    @property
     def pending_ids(self) -> frozenset[RequestId]:
         """Ids of our requests still waiting for an answer."""
         return frozenset(self._pending)

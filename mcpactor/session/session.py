@@ -36,10 +36,11 @@ import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
+from mcpactor.observability import switch as observe
 from mcpactor.protocol import connection as pc
 from mcpactor.protocol.connection import Connection
 from mcpactor.protocol.errors import (
@@ -68,6 +69,9 @@ from mcpactor.transports.base import (
     TransportClosed,
     aclose_quietly,
 )
+
+if TYPE_CHECKING:
+    from mcpactor.observability.instrumentation import SessionObserver
 
 log = logging.getLogger("mcpactor.session")
 
@@ -154,6 +158,15 @@ class Session(WriterActor):
         self.initialized = trio.Event()
         self.close_reason: str | None = None
         self.attributes: dict[str, Any] = {}  # per-session state for the application
+        # Observability (mcpactor.observability): None unless this process observes its
+        # sessions; then its hooks below see requests, messages and the end. Handlers
+        # are called through _handle, the observer's wrapper when there is one.
+        self.observer: SessionObserver | None = None
+        self._handle: Callable[[RequestContext], Awaitable[Any]] = handler.handle_request
+        if observe.ACTIVE is not None:
+            self.observer = observe.ACTIVE.session(self)
+            if self.observer is not None:
+                self._handle = self.observer.wrap(handler.handle_request)
 
     # -- supervisor -------------------------------------------------------------------
 
@@ -223,6 +236,8 @@ class Session(WriterActor):
             self._emit("supervisor", "session_closed", {"reason": self.close_reason})
             if self.tracer is not None:
                 self.tracer.session_closed(self.id)
+            if self.observer is not None:
+                self.observer.closed()
             live.discard(self)
             self.closed.set()
             try:
@@ -279,6 +294,8 @@ class Session(WriterActor):
         before it handed the message out; traced, for the replay.
         """
         events = self.connection.receive(data, parsed)
+        if self.observer is not None:
+            self.observer.received(data, events)
         log = self._log
         if log is not None:
             first = events[0] if events else None
@@ -543,7 +560,7 @@ class Session(WriterActor):
                         ev.modern,
                     )
                     try:
-                        result = await self.handler.handle_request(ctx)
+                        result = await self._handle(ctx)
                         data = conn.send_response(rid, result)
                     except McpError as exc:
                         outcome = "error"
@@ -679,6 +696,23 @@ class Session(WriterActor):
         :class:`ConnectionClosed` if the session ends first. Cancelling the calling task
         sends ``notifications/cancelled`` to the peer.
         """
+        if self.observer is not None:
+            return await self.observer.call(
+                self._request, method, params, timeout=timeout, on_progress=on_progress,
+                result_cls=result_cls, related_request=related_request)
+        return await self._request(method, params, timeout=timeout, on_progress=on_progress,
+                                   result_cls=result_cls, related_request=related_request)
+
+    async def _request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        timeout: Timeout | float | None,
+        on_progress: ProgressCallback | None,
+        result_cls: Any,
+        related_request: RequestId | None,
+    ) -> Any:
         if self.closed.is_set():
             raise ConnectionClosed("the session is closed")
         if not isinstance(timeout, Timeout):
@@ -769,6 +803,8 @@ class Session(WriterActor):
         """Send a notification (``related_request``: the inbound request it belongs to;
         a stateless request's notifications skip the handshake's phase rules, and are
         dropped once it is answered)."""
+        if self.observer is not None:
+            params = self.observer.notifying(method, params)
         data = self.connection.send_notification(method, params, related=related_request)
         if data is not None:
             await self._send(data, related_request)
@@ -789,8 +825,20 @@ class Session(WriterActor):
         if self._log is not None:
             self._emit(f"handler:{rid}", "progress", {"id": rid, "direction": "out",
                                                       "progress": progress, "total": total})
+        if self.observer is not None:
+            self.observer.progress_sent(rid, progress, total, message)
         await self._send(data, rid)
         return True
+
+    @property
+    def slots_in_use(self) -> int:
+        """Handler slots taken by running requests (for metrics)."""
+        return self.limits.max_concurrent_requests - self._free_slots
+
+    @property
+    def queued_requests(self) -> int:
+        """Requests waiting for a handler slot (for metrics)."""
+        return len(self._waiting) if self._waiting else 0
 
     async def send_raw(self, data: bytes) -> None:
         """Queue already-encoded bytes (the client's initialize goes this way)."""

@@ -87,8 +87,10 @@ _active: Capture | None = None
 #: Modules whose reads are never captured: the standard library's logging stamps every
 #: record with the time, and whether a record is made depends on logging levels, which a
 #: replay sets differently (it silences the handlers' logging); Trio's clocks (its
-#: MockClock reads ``time.perf_counter``) are the recording's and the replay's own.
-_UNCAPTURED = ("logging", "trio.", "trio")
+#: MockClock reads ``time.perf_counter``) are the recording's and the replay's own;
+#: OpenTelemetry (span times, random span ids) and mcpactor's observability hooks are
+#: observation, on or off independently of the recording and of its replay.
+_UNCAPTURED = ("logging", "trio.", "trio", "opentelemetry", "mcpactor.observability")
 
 
 def _uncaptured(module: str | None) -> bool:
@@ -210,6 +212,8 @@ _RANDOM_FUNCTIONS = (
     "triangular", "binomialvariate", "seed", "getstate", "setstate",
 )
 _global_random: random.Random = random._inst
+#: What the modules whose reads are not captured draw from in a followed task.
+_free_random = random.Random()
 
 
 def stream_for(node: Node, capture: Capture) -> random.Random:
@@ -229,6 +233,10 @@ def _random_swapped(name: str) -> Callable[..., Any]:
         if node is not None:
             capture = _active or node.rec
             if capture is not None:
+                if _uncaptured(sys._getframe(1).f_globals.get("__name__")):
+                    # Observation's draws (random span ids): from a generator of their
+                    # own, so the task's stream is the same with observation on or off.
+                    return getattr(_free_random, name)(*args, **kwargs)
                 return getattr(stream_for(node, capture), name)(*args, **kwargs)
         return original(*args, **kwargs)
 

@@ -363,6 +363,33 @@ class Recorder:
         if node.id and not self._closed:
             self._events.append((0, None, None, "read", node.id, "thread", outcome))
 
+    # -- for observability ----------------------------------------------------------------
+
+    def file_for(self, session: str) -> str | None:
+        """The file that holds ``session``'s events (None in memory): its own file in a
+        per-session recording, else the trace file (a rotated trace's first name)."""
+        if self.path is None:
+            return None
+        if self.split:
+            return str(self.path.resolve() / f"{session}.jsonl")
+        return str(self.path.resolve())
+
+    def lag(self) -> dict[str, float]:
+        """How far the writing is behind (for metrics): records not handed on yet,
+        seconds since the last hand-over, bytes the writer has not taken, records lost."""
+        out = self._output
+        backlog = 0
+        sink = getattr(out, "_sink", None)
+        if sink is not None:
+            backlog = int(getattr(sink, "backlog", 0))
+        return {
+            "buffered_records": len(self._events),
+            "seconds_since_handoff": (_perf_ns() - self._last_handoff) / 1e9
+            if self._started and not self._closed else 0.0,
+            "backlog_bytes": backlog,
+            "lost": self.lost,
+        }
+
     # -- results ------------------------------------------------------------------------
 
     @property

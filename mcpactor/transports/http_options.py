@@ -64,6 +64,10 @@ class HttpOptions:
     #: rather than being routed in the POST's own task: the recording follows the
     #: session's tasks, not the HTTP server's.
     tracer: Tracer | None = None
+    #: Serve Prometheus metrics at this path (e.g. ``"/metrics"``; None: none): request
+    #: counts and durations by method, live sessions, handler slots, the trace
+    #: writer's lag (mcpactor.observability.prometheus; needs ``mcpactor[prometheus]``).
+    metrics_path: str | None = None
     #: [auth] OAuth 2.1 resource server protecting the endpoints (mcpactor.auth).
     auth: ResourceServer | None = None
     # -- connections (the built-in server; hypercorn applies keep_alive_timeout only) --

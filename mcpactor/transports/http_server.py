@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from mcpactor.observability import switch as observe
 from mcpactor.protocol import jsonrpc, versions
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Scope, Send
@@ -69,6 +70,12 @@ class McpHttpApp:
         self._nursery: trio.Nursery | None = None
         #: A tool's ``inputSchema`` by name, for the 2026-07-28 ``Mcp-Param-*`` checks.
         self.tool_schema = tool_schema_of(server.tools)
+        self._metrics: Any = None
+        if self.options.metrics_path is not None:
+            # Before any session exists: sessions read the switch when they are made.
+            from mcpactor.observability import enable_prometheus
+
+            self._metrics = enable_prometheus()
 
     @property
     def response_mode(self) -> str:
@@ -154,6 +161,9 @@ class McpHttpApp:
             return
         if kind != "http":
             return
+        # Observed: the request's W3C trace context headers, for the messages it carries.
+        carrier = (observe.enter_http(scope.get("headers", []))
+                   if observe.ACTIVE is not None else None)
         try:
             await self._http(scope, receive, send)
         except (asgi.ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
@@ -170,6 +180,9 @@ class McpHttpApp:
                 await asgi.send_error(send, HttpError(500, "Internal Server Error", -32603))
             except Exception:
                 pass  # the response had already started
+        finally:
+            if carrier is not None:
+                observe.HTTP_CARRIER.reset(carrier)
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope.get("headers", []))
@@ -186,6 +199,11 @@ class McpHttpApp:
         if opts.auth is not None and await opts.auth.guard(
             scope, headers, self._protected(path), send
         ):
+            return
+        if path == opts.metrics_path and self._metrics is not None:
+            from mcpactor.observability.prometheus import serve_metrics
+
+            await serve_metrics(self._metrics, method, send)
             return
         if path == opts.path or path == opts.path.rstrip("/") + "/":
             if self.cluster is not None and not opts.stateless:

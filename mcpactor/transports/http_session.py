@@ -246,6 +246,9 @@ class HttpSessionTransport(Transport):
         session = self.owner.session
         if self._closed or session is None:
             raise TransportClosed("the session is closed")
+        if session.observer is not None:
+            # The POST's trace context headers, for its requests' spans.
+            session.observer.http_delivery(data, parsed)
         if self._inbox is not None:
             try:
                 await self._inbox.send(data)

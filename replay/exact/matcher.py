@@ -21,7 +21,7 @@ from mcpactor.tracing.tracer import Compact
 
 from ..jsondiff import json_diff
 from ..matcher import CONTEXT_EVENTS, Divergence, same_json
-from ..trace import VOLATILE_KEYS, Event, Trace
+from ..trace import ANNOTATION_KINDS, Event, Trace, comparable
 from .scheduler import Scheduler
 
 StepHook = Callable[[Event, dict[str, Any]], None]
@@ -29,7 +29,7 @@ BreakHook = Callable[[Event], None]
 
 
 def _comparable(ev: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in ev.items() if k not in VOLATILE_KEYS}
+    return comparable(ev)
 
 
 class ExactMatcher:
@@ -82,7 +82,7 @@ class ExactMatcher:
         """Nothing to close: the replay's output is kept in memory."""
 
     def _log(self, compact: Compact) -> None:
-        if self.finished.is_set():
+        if self.finished.is_set() or compact[3] in ANNOTATION_KINDS:
             return
         i = self.next
         expected = self.events[i] if i < len(self.events) else None

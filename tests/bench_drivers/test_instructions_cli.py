@@ -20,7 +20,7 @@ def test_a_bad_option_names_the_fix(argv: list[str], capsys: pytest.CaptureFixtu
     monkeypatch.setattr(instructions.shutil, "which", lambda name: "/usr/bin/" + name)
     assert instructions.main(argv) == 2
     err = capsys.readouterr().err
-    assert "use --workloads pipelined,sequential,sink and --calls N >= 1" in err
+    assert "use --workloads pipelined,sequential,sink,otel and --calls N >= 1" in err
     assert err.count("\n") == 1
 
 

@@ -58,6 +58,8 @@ async def _demo_over_stdio(name: str, *extra: str) -> ModuleType:
     options: dict[str, Any] = {}
     if hasattr(module, "handlers"):
         options["handlers"] = module.handlers
+    if hasattr(module, "CLIENT_MODE"):
+        options["mode"] = module.CLIENT_MODE
     command = [*MCPACTOR, "run", f"{EXAMPLES / name}:server", *extra]
     async with connect_stdio(command, **options) as client:
         await module.demo(client)

@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-OPTIONAL = ("hypercorn", "jwt", "cryptography", "pydantic", "pytest_trio")
+OPTIONAL = ("hypercorn", "jwt", "cryptography", "pydantic", "pytest_trio", "opentelemetry",
+            "prometheus_client")
 
 #: Run first in the child: the optional modules cannot be imported there.
 WITHOUT_EXTRAS = (
     "import sys\n"
-    "for name in ('hypercorn', 'jwt', 'cryptography', 'pytest_trio'):\n"
+    "for name in ('hypercorn', 'jwt', 'cryptography', 'pytest_trio', 'opentelemetry',\n"
+    "             'prometheus_client'):\n"
     "    sys.modules[name] = None\n"
 )
 
@@ -103,6 +105,8 @@ def test_a_jwt_verifier_without_the_auth_extra_names_it() -> None:
     (["--server", "hypercorn"], "hypercorn", "--server hypercorn needs hypercorn"),
     (["--auth-issuer", "https://auth.example", "--auth-jwks", "https://auth.example/jwks",
       "--auth-resource", "http://127.0.0.1:1/mcp"], "auth", "JwtVerifier (JWT access tokens) needs PyJWT[crypto]"),
+    (["--otel"], "otel", "--otel needs opentelemetry-api"),
+    (["--metrics"], "prometheus", "the /metrics endpoint needs prometheus-client"),
 ])
 def test_cli_flags_that_need_an_extra_say_which(tmp_path: Path, flags: list[str], extra: str,
                                                 feature: str) -> None:
@@ -116,6 +120,28 @@ def test_cli_flags_that_need_an_extra_say_which(tmp_path: Path, flags: list[str]
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == (
         f"mcpactor: {feature}, which is not installed: pip install 'mcpactor[{extra}]'")
+
+
+def test_observability_from_code_without_the_extras_names_them() -> None:
+    code = WITHOUT_EXTRAS + (
+        "from mcpactor import observability\n"
+        "from mcpactor.extras import MissingExtra\n"
+        "for turn_on in (observability.instrument, observability.enable_prometheus):\n"
+        "    try:\n"
+        "        turn_on()\n"
+        "    except MissingExtra as exc:\n"
+        "        print(exc)\n"
+        "print(observability.current())\n"
+    )
+    done = _python(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "OpenTelemetry spans and metrics needs opentelemetry-api, which is not installed: "
+        "pip install 'mcpactor[otel]'",
+        "the /metrics endpoint needs prometheus-client, which is not installed: "
+        "pip install 'mcpactor[prometheus]'",
+        "None",
+    ]
 
 
 def test_serving_with_hypercorn_from_code_without_the_extra_names_it() -> None:
