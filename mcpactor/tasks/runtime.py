@@ -160,6 +160,10 @@ class RunningTask:
         self._last_progress: float | None = None
         self._status = "working"
         self._status_message: str | None = None
+        #: Requests to the requestor waiting for answers (the task is input_required
+        #: while any does), and the status message from before the first.
+        self._asking = 0
+        self._before_asking: str | None = None
         self.done = trio.Event()
 
     # -- sessions ------------------------------------------------------------------------
@@ -290,7 +294,9 @@ class RunningTask:
         session ends before answering, it is asked again on the next one."""
         wire = dict(to_wire(params) or {}) if params is not None else {}
         wire["_meta"] = t.related_task_meta(self.task_id, wire.get("_meta"))
-        previous = (self._status, self._status_message)
+        if self._asking == 0:
+            self._before_asking = self._status_message
+        self._asking += 1
         await self.set_status("input_required", f"waiting for the requestor: {method}")
         try:
             while True:
@@ -310,8 +316,10 @@ class RunningTask:
                     # The requestor left mid-question: ask whoever comes back for the task.
                     self._sessions.pop(session, None)
         finally:
-            with _bounded_shield():
-                await self.set_status("working", previous[1])
+            self._asking -= 1
+            if self._asking == 0:
+                with _bounded_shield():
+                    await self.set_status("working", self._before_asking)
 
 
 @attrs.define

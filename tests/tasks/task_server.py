@@ -92,3 +92,19 @@ async def hang(ctx: Context) -> str:
 async def plain() -> str:
     """Not a task tool."""
     return "plain"
+
+
+@server.tool(task="optional")
+async def ask_two(ctx: Context) -> str:
+    """Two questions at the same time (a handshake session asks both at once)."""
+    answers: dict[str, object] = {}
+
+    async def ask(key: str) -> None:
+        reply = await ctx.elicit(f"{key}?", {"type": "object",
+                                             "properties": {key: {"type": "string"}}})
+        answers[key] = (reply.content or {}).get(key)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask, "first")
+        nursery.start_soon(ask, "second")
+    return f"{answers['first']} and {answers['second']}"

@@ -318,3 +318,27 @@ async def test_tasks_are_bound_to_the_authorization_context(mod: Any) -> None:
             authorize("alice")  # the same subject on another session sees its tasks
             assert [x.task_id for x in (await again.list_tasks()).tasks] == [handle.task_id]
             assert (await again.get_task(handle.task_id)).status == "completed"
+
+
+async def test_input_required_until_every_question_is_answered(mod: Any) -> None:
+    release = trio.Event()
+    answered: list[str] = []
+
+    async def elicit(params: Any) -> t.ElicitResult:
+        key = params.message.rstrip("?")
+        if key == "second":
+            await release.wait()
+        answered.append(key)
+        return t.ElicitResult(action="accept", content={key: key.upper()})
+
+    async with open_client(mod.server, handlers=ClientHandlers(elicitation=elicit)) as client:
+        handle = await client.call_tool_task("ask_two", {})
+        with trio.fail_after(5):
+            while answered != ["first"]:  # noqa: ASYNC110 - the handler's own progress
+                await trio.sleep(0.01)
+        # One answered, one still open: the task still needs input.
+        assert (await handle.refresh()).status == "input_required"
+        release.set()
+        with trio.fail_after(5):
+            assert (await handle.result()).content[0].text == "FIRST and SECOND"  # type: ignore[union-attr]
+        assert (await handle.refresh()).status == "completed"
