@@ -18,8 +18,7 @@ or ``server.run("http", auth=...)``):
 from __future__ import annotations
 
 import contextvars
-from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -29,9 +28,9 @@ from mcpactor.auth.challenge import bearer_challenge
 from mcpactor.auth.metadata import PRM_WELL_KNOWN, ProtectedResourceMetadata, canonical_resource
 from mcpactor.auth.verifier import AccessToken, InvalidToken, TokenVerifier
 from mcpactor.protocol import jsonrpc
+from mcpactor.session.state import SessionAuth
 
 if TYPE_CHECKING:
-    from mcpactor.server.app import Server
     from mcpactor.session.session import Session
     from mcpactor.transports.asgi import Scope, Send
     from mcpactor.transports.http_rules import Headers
@@ -42,11 +41,6 @@ __all__ = ["ResourceServer", "current_token"]
 current_token: contextvars.ContextVar[AccessToken | None] = contextvars.ContextVar(
     "mcpactor_auth_token", default=None)
 
-#: Where a session keeps the token it was opened (and last used) with.
-SESSION_KEY = "auth"
-#: Session attribute: request id → the token of the POST that carried it (bounded).
-REQUEST_TOKENS_KEY = "auth_by_request"
-_REQUEST_TOKENS_MAX = 4096
 
 
 class ResourceServer:
@@ -154,8 +148,11 @@ class ResourceServer:
         current_token.set(access)
         return False
 
-    async def check_items(self, server: Server, items: Iterable[Any], send: Send) -> bool:
-        """Per-tool scopes of the POSTed ``tools/call`` requests: True when refused (403)."""
+    async def check_items(self, tool_scopes: Callable[[str], Sequence[str]],
+                          items: Iterable[Any], send: Send) -> bool:
+        """Per-tool scopes of the POSTed ``tools/call`` requests: True when refused (403).
+        ``tool_scopes``: the scopes a call of a tool needs, by name (the transports pass
+        their endpoint's ``tool_scopes``)."""
         access = current_token.get()
         needed: list[str] = []
         for msg in items:
@@ -163,8 +160,7 @@ class ResourceServer:
                 continue
             params = msg.params if isinstance(msg.params, dict) else {}
             name = params.get("name")
-            entry = server.find_tool(name) if isinstance(name, str) else None
-            for s in getattr(entry, "scopes", ()) or ():
+            for s in tool_scopes(name) if isinstance(name, str) else ():
                 if s not in needed:
                     needed.append(s)
         if not needed or (access is not None and access.has_scopes(needed)):
@@ -180,7 +176,7 @@ class ResourceServer:
 
     def bind(self, session: Session) -> None:
         """Remember who opened ``session`` (called as it is created)."""
-        session.attributes[SESSION_KEY] = current_token.get()
+        session.state.put(SessionAuth(owner=current_token.get()))
 
     def note_requests(self, session: Session, items: Iterable[Any]) -> None:
         """Remember which token carried each request, so a handler sees the token of its
@@ -188,23 +184,20 @@ class ResourceServer:
         access = current_token.get()
         if access is None:
             return
-        table = session.attributes.get(REQUEST_TOKENS_KEY)
-        if table is None:
-            table = session.attributes[REQUEST_TOKENS_KEY] = OrderedDict()
+        state = session.state.setdefault(SessionAuth, SessionAuth)
         for msg in items:
             if isinstance(msg, jsonrpc.Request):
-                table[msg.id] = access
-                table.move_to_end(msg.id)
-        while len(table) > _REQUEST_TOKENS_MAX:
-            table.popitem(last=False)
+                state.note(msg.id, access)
 
     def admits(self, session: Session) -> bool:
         """Whether the current request's principal owns ``session``; updates the token
         the session's handlers see (it may carry more scopes after a step-up)."""
         access = current_token.get()
-        owner = session.attributes.get(SESSION_KEY)
-        if isinstance(owner, AccessToken) and access is not None:
+        state = session.state.get(SessionAuth)
+        owner = state.owner if state is not None else None
+        if owner is not None and access is not None:
             if owner.principal != access.principal or owner.issuer != access.issuer:
                 return False
-            session.attributes[SESSION_KEY] = access
+            assert state is not None
+            state.owner = access
         return True

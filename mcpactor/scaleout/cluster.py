@@ -174,7 +174,7 @@ class Cluster:
     ) -> None:
         """Heartbeat, inbox, broadcast and key refresh, until cancelled."""
         self.app = app
-        app.server.fanout = self.fanout
+        app.endpoint.set_fanout(self.fanout)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -185,7 +185,7 @@ class Cluster:
                 task_status.started()
                 await trio.sleep_forever()
         finally:
-            app.server.fanout = None
+            app.endpoint.set_fanout(None)
             self._nursery = None
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 try:
@@ -705,7 +705,7 @@ class Cluster:
                 self._key("bc", "all"), _json({"m": method, "p": params})))
         except SharedStateError as exc:
             log.warning("%s reached this worker's sessions only: %s", method, exc)
-            await self.app.server.deliver_broadcast(method, params)
+            await self.app.endpoint.deliver_broadcast(method, params)
 
     async def _listen_broadcasts(self) -> None:
         failures = 0
@@ -716,7 +716,7 @@ class Cluster:
                     async for data in messages:
                         message = jsonrpc.loads(data)
                         assert self.app is not None
-                        await self.app.server.deliver_broadcast(message["m"], message.get("p"))
+                        await self.app.endpoint.deliver_broadcast(message["m"], message.get("p"))
             except SharedStateError as exc:
                 self._failed(exc)
             failures += 1

@@ -48,6 +48,7 @@ from mcpactor.transports.base import Transport
 
 if TYPE_CHECKING:
     from mcpactor.server.compose import Mount
+    from mcpactor.server.endpoint import ServerEndpoint
     from mcpactor.server.remote import RemoteServer
     from mcpactor.server.routes import Route, RouteHandler
     from mcpactor.tracing.recorder import Recorder, Rotation
@@ -912,6 +913,14 @@ class Server(Generic[LifespanT]):
             limits=self.limits,
         )
 
+    def session_endpoint(self) -> ServerEndpoint:
+        """What the transports serve (``McpHttpApp``, ``serve_http``,
+        ``serve_websocket``): this server as a
+        :class:`~mcpactor.transports.endpoint.SessionEndpoint`."""
+        from mcpactor.server.endpoint import ServerEndpoint
+
+        return ServerEndpoint(self)
+
     # -- lifespan ---------------------------------------------------------------------
 
     def running(self) -> AbstractAsyncContextManager[LifespanT]:
@@ -974,7 +983,7 @@ class Server(Generic[LifespanT]):
 
         async with self._recording(trace, "http", entry_point, rotation) as recorder, \
                 self.running():
-            await serve_http(self, host=host, port=port, path=path, tracer=recorder,
+            await serve_http(self.session_endpoint(), host=host, port=port, path=path, tracer=recorder,
                              http_server=http_server, quiet=quiet, task_status=task_status,
                              **http_options)
 
@@ -998,7 +1007,7 @@ class Server(Generic[LifespanT]):
 
         async with self._recording(trace, "ws", entry_point, rotation) as recorder, \
                 self.running():
-            await serve_websocket(self, host=host, port=port, path=path, tracer=recorder,
+            await serve_websocket(self.session_endpoint(), host=host, port=port, path=path, tracer=recorder,
                                   quiet=quiet, task_status=task_status, **options)
 
     async def run_async(self, transport: str = "stdio", **options: Any) -> None:

@@ -31,7 +31,8 @@ class ServerAsgiApp:
         from mcpactor.transports.http_server import HttpOptions, McpHttpApp
 
         self.server = server
-        self.app: McpHttpApp = McpHttpApp(server, HttpOptions(path=path, **http_options))
+        self.app: McpHttpApp = McpHttpApp(server.session_endpoint(),
+                                          HttpOptions(path=path, **http_options))
         self._running = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -22,6 +22,7 @@ from mcpactor.server.elicitation import ElicitationResult, elicitation_form
 from mcpactor.server.rounds import bad_answer, rounds_of
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
+from mcpactor.session.state import SessionAuth
 from mcpactor.session.tracker import Timeout
 
 if TYPE_CHECKING:
@@ -60,11 +61,7 @@ class ServerSessionState:
 
 def session_state(session: Session) -> ServerSessionState:
     """The server state attached to ``session``."""
-    state = session.attributes.get("server")
-    if state is None:
-        state = session.attributes["server"] = ServerSessionState()
-    assert isinstance(state, ServerSessionState)
-    return state
+    return session.state.setdefault(ServerSessionState, ServerSessionState)
 
 
 class Context(Generic[LifespanT]):
@@ -161,14 +158,8 @@ class Context(Generic[LifespanT]):
         ``client_id``, ``scopes``, ``claims``) of the HTTP request that carried this
         request (the session's latest one if unknown); None when the server runs
         without ``auth=`` or over another transport."""
-        attributes = self._rc.session.attributes
-        by_request = attributes.get("auth_by_request")
-        if by_request is not None:
-            mine: AccessToken | None = by_request.get(self._rc.id)
-            if mine is not None:
-                return mine
-        token: AccessToken | None = attributes.get("auth")
-        return token
+        state = self._rc.session.state.get(SessionAuth)
+        return state.token_for(self._rc.id) if state is not None else None
 
     # -- progress and logging ----------------------------------------------------------
 

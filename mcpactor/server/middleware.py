@@ -33,6 +33,7 @@ import trio
 from mcpactor.protocol import types as t
 from mcpactor.protocol.errors import SERVER_BUSY, McpError
 from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.session.state import SessionAuth
 
 if TYPE_CHECKING:
     from mcpactor.auth.verifier import AccessToken
@@ -93,8 +94,8 @@ class MiddlewareContext(Generic[P]):
         """[auth] The caller's validated OAuth token (HTTP with ``auth=``), else None."""
         if self.request is not None:
             return self.context.auth
-        token: AccessToken | None = self.session.attributes.get("auth")
-        return token
+        state = self.session.state.get(SessionAuth)
+        return state.owner if state is not None else None
 
     @property
     def lifespan(self) -> Any:

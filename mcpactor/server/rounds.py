@@ -24,6 +24,7 @@ from mcpactor.protocol.mrtr import (
     read_input_responses,
 )
 from mcpactor.session.context import RequestContext
+from mcpactor.session.state import SessionAuth
 
 if TYPE_CHECKING:
     from mcpactor.server.app import Server
@@ -85,10 +86,8 @@ def codec_for(server: Server) -> RequestStateCodec:
 
 
 def _principal(rc: RequestContext) -> str | None:
-    token = rc.session.attributes.get("auth")
-    by_request = rc.session.attributes.get("auth_by_request")
-    if by_request is not None:
-        token = by_request.get(rc.id, token)
+    state = rc.session.state.get(SessionAuth)
+    token = state.token_for(rc.id) if state is not None else None
     subject = getattr(token, "subject", None)
     return subject if isinstance(subject, str) else None
 

@@ -58,6 +58,7 @@ from mcpactor.session.context import RequestContext
 from mcpactor.session.eager import run_eagerly
 from mcpactor.session.handler import SessionHandler
 from mcpactor.session.limits import Limits
+from mcpactor.session.state import SessionState
 from mcpactor.session.tracker import ProgressCallback, RequestTracker, Timeout, Waiter
 from mcpactor.session.writer import WriterActor
 from mcpactor.tracing import entropy
@@ -157,7 +158,8 @@ class Session(WriterActor):
         self.closed = trio.Event()
         self.initialized = trio.Event()
         self.close_reason: str | None = None
-        self.attributes: dict[str, Any] = {}  # per-session state for the application
+        #: Typed per-session state of the layers above (one value per class).
+        self.state = SessionState()
         # Observability (mcpactor.observability): None unless this process observes its
         # sessions; then its hooks below see requests, messages and the end. Handlers
         # are called through _handle, the observer's wrapper when there is one.

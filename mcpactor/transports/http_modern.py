@@ -13,7 +13,6 @@ ends with the POST. Errors map to HTTP statuses as the revision asks: -32601 is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -93,7 +92,7 @@ async def modern_post(
         return
     # [auth] per-tool scopes: 403 insufficient_scope before the request runs.
     if app.options.auth is not None and await app.options.auth.check_items(
-        app.server, [msg], send
+        app.endpoint.tool_scopes, [msg], send
     ):
         return
     hs = await app.start_session(app.response_mode, resumable=False)
@@ -110,11 +109,3 @@ async def modern_post(
         # cancelled it, and nothing of it outlives the answer.
         hs.session.close("stateless request answered")
 
-
-def tool_schema_of(tools: Mapping[str, Any]) -> Any:
-    """``name → inputSchema`` over a server's tool table (for ``Mcp-Param-*``)."""
-    def lookup(name: str) -> Mapping[str, Any] | None:
-        entry = tools.get(name)
-        schema = getattr(getattr(entry, "tool", None), "input_schema", None)
-        return schema if isinstance(schema, Mapping) else None
-    return lookup

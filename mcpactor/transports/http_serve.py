@@ -14,8 +14,8 @@ from mcpactor.transports.security import LOCAL_HOSTS
 if TYPE_CHECKING:
     from mcpactor.scaleout.cluster import ClusterOptions
     from mcpactor.scaleout.state import SharedState
-    from mcpactor.server.app import Server
     from mcpactor.tracing.tracer import Tracer
+    from mcpactor.transports.endpoint import EndpointSource, SessionEndpoint
     from mcpactor.transports.http_server import McpHttpApp
 
 __all__ = ["HTTP_SERVERS", "serve_app", "serve_http"]
@@ -26,7 +26,7 @@ def _bind(host: str, port: int) -> str:
 
 
 async def serve_http(
-    server: Server,
+    server: SessionEndpoint | EndpointSource,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -41,7 +41,8 @@ async def serve_http(
     scaleout: ClusterOptions | None = None,
     **options: Any,
 ) -> None:
-    """Serve ``server`` over Streamable HTTP (and legacy HTTP+SSE) until cancelled.
+    """Serve ``server`` (a :class:`~mcpactor.transports.endpoint.SessionEndpoint`, or
+    a ``Server``) over Streamable HTTP (and legacy HTTP+SSE) until cancelled.
 
     ``http_server``: ``"h11"`` (our lean server, the default) or ``"hypercorn"``.
     ``tracer``: a running recording (:class:`mcpactor.tracing.Recorder`) that every
@@ -111,7 +112,7 @@ async def serve_app(
         binds = await nursery.start(_SERVE[server], app, host, port, listen_socket)
         url = (binds[0] if binds else f"http://{_bind(host, port)}") + app.options.path
         if not quiet:
-            print(f"mcpactor: serving {app.server.info.name} on {url}", file=sys.stderr, flush=True)
+            print(f"mcpactor: serving {app.endpoint.name} on {url}", file=sys.stderr, flush=True)
         task_status.started(url)
 
 

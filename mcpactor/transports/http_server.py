@@ -25,7 +25,8 @@ from mcpactor.protocol import jsonrpc, versions
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Scope, Send
 from mcpactor.transports.base import TransportClosed
-from mcpactor.transports.http_modern import is_modern_post, modern_post, tool_schema_of
+from mcpactor.transports.endpoint import EndpointSource, SessionEndpoint, endpoint_of
+from mcpactor.transports.http_modern import is_modern_post, modern_post
 from mcpactor.transports.http_options import HttpOptions
 from mcpactor.transports.http_rules import (
     Headers,
@@ -46,7 +47,6 @@ from mcpactor.transports.sse_pump import PumpOptions, pump_stream
 
 if TYPE_CHECKING:
     from mcpactor.scaleout.cluster import Cluster
-    from mcpactor.server.app import Server
     from mcpactor.transports.event_store import Stream
 
 log = logging.getLogger("mcpactor.http")
@@ -55,12 +55,17 @@ __all__ = ["HTTP_SERVERS", "HttpOptions", "McpHttpApp", "serve_app", "serve_http
 
 
 class McpHttpApp:
-    """The ASGI application. Call :meth:`run` in a nursery before serving requests."""
+    """The ASGI application. Call :meth:`run` in a nursery before serving requests.
+
+    ``endpoint``: what it serves (:class:`SessionEndpoint`, or an object providing one
+    such as a ``Server``): sessions are opened through it, never through a server.
+    """
 
     def __init__(
-        self, server: Server, options: HttpOptions | None = None, *, cluster: Cluster | None = None
+        self, endpoint: SessionEndpoint | EndpointSource, options: HttpOptions | None = None,
+        *, cluster: Cluster | None = None,
     ) -> None:
-        self.server = server
+        self.endpoint = endpoint_of(endpoint)
         self.options = options or HttpOptions()
         #: Scale-out: the workers sharing state with this one (mcpactor.scaleout), or None.
         #: Its hooks below are marked [scale-out].
@@ -69,7 +74,7 @@ class McpHttpApp:
         self.sessions: dict[str, HttpSession] = {}
         self._nursery: trio.Nursery | None = None
         #: A tool's ``inputSchema`` by name, for the 2026-07-28 ``Mcp-Param-*`` checks.
-        self.tool_schema = tool_schema_of(server.tools)
+        self.tool_schema = self.endpoint.tool_input_schema
         self._metrics: Any = None
         if self.options.metrics_path is not None:
             # Before any session exists: sessions read the switch when they are made.
@@ -133,7 +138,7 @@ class McpHttpApp:
             max_in_flight=self.options.max_in_flight, drop_ids=drop_ids, resumable=resumable,
             queued=tracer is not None,
         )
-        hs.session = self.server.new_session(hs.transport, tracer=tracer, session_id=sid)
+        hs.session = self.endpoint.open_session(hs.transport, tracer=tracer, session_id=sid)
         if self.options.auth is not None:
             self.options.auth.bind(hs.session)  # [auth] the principal owns the session
         await self._nursery.start(self._run_session, hs)
@@ -231,7 +236,7 @@ class McpHttpApp:
                 await legacy_sse.handle_message(self, scope, headers, receive, send)
                 return
         # The server's own routes (@server.custom_route), after the MCP endpoints.
-        if await self.server.serve_http_route(scope, receive, send, opts.max_body_size):
+        if await self.endpoint.serve_route(scope, receive, send, opts.max_body_size):
             return
         await asgi.send_error(send, HttpError(404, "Not Found"))
 
@@ -268,7 +273,7 @@ class McpHttpApp:
         mcp = opts.path.rstrip("/")
         legacy = (opts.sse_path, opts.messages_path, opts.messages_path.rstrip("/"))
         return (path in (mcp, mcp + "/") or (opts.legacy_sse and path in legacy)
-                or self.server.http_route_needs_auth(path))
+                or self.endpoint.route_needs_auth(path))
 
     # -- POST ---------------------------------------------------------------------------
 
@@ -296,7 +301,7 @@ class McpHttpApp:
             return
         # [auth] per-tool scopes: 403 insufficient_scope before the session sees the call.
         if self.options.auth is not None and await self.options.auth.check_items(
-            self.server, items, send
+            self.endpoint.tool_scopes, items, send
         ):
             return
         if any(is_initialize(m) for m in items):

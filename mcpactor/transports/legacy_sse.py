@@ -84,7 +84,7 @@ async def handle_message(
         return
     body, parsed = read
     items = parsed.items if isinstance(parsed, jsonrpc.Batch) else [parsed]
-    if auth is not None and await auth.check_items(app.server, items, send):
+    if auth is not None and await auth.check_items(app.endpoint.tool_scopes, items, send):
         return  # [auth] per-tool scopes
     hs.touch()
     await hs.transport.deliver(body)

@@ -18,11 +18,11 @@ import trio_websocket
 from trio_websocket import ConnectionClosed, WebSocketConnection, WebSocketRequest
 
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
+from mcpactor.transports.endpoint import EndpointSource, SessionEndpoint, endpoint_of
 from mcpactor.transports.http_rules import Headers, new_session_id
 from mcpactor.transports.security import LOCAL_HOSTS, OriginPolicy
 
 if TYPE_CHECKING:
-    from mcpactor.server.app import Server
     from mcpactor.tracing.tracer import Tracer
 
 log = logging.getLogger("mcpactor.ws")
@@ -89,7 +89,7 @@ async def open_websocket_transport(
 
 
 async def serve_websocket(
-    server: Server,
+    server: SessionEndpoint | EndpointSource,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -101,8 +101,11 @@ async def serve_websocket(
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
     **_ignored: Any,
 ) -> None:
-    """Serve ``server`` over WebSocket until cancelled; task status: the ``ws://`` URL.
-    ``tracer``: a running recording that every session's events go to."""
+    """Serve ``server`` (a :class:`~mcpactor.transports.endpoint.SessionEndpoint`, or
+    a ``Server``) over WebSocket until cancelled; task status: the ``ws://`` URL.
+    ``tracer``: a running recording that every session's events go to. Each
+    connection's session runs inside the endpoint's ``running()`` (its lifespan)."""
+    endpoint = endpoint_of(server)
     policy = OriginPolicy(allowed_hosts, allowed_origins)
 
     async def handler(request: WebSocketRequest) -> None:
@@ -120,7 +123,9 @@ async def serve_websocket(
         ws = await request.accept(subprotocol=SUBPROTOCOL)
         sid = new_session_id()
         try:
-            await server.serve(WebSocketTransport(ws), tracer=tracer, session_id=sid)
+            session = endpoint.open_session(WebSocketTransport(ws), tracer=tracer, session_id=sid)
+            async with endpoint.running():
+                await session.run()
         except Exception:
             log.exception("WebSocket session %s ended by an internal error", sid)
 
@@ -134,5 +139,5 @@ async def serve_websocket(
         shown = f"[{host}]" if ":" in host else host
         url = f"ws://{shown}:{real_port}{path}"
         if not quiet:
-            print(f"mcpactor: serving {server.info.name} on {url}", file=sys.stderr, flush=True)
+            print(f"mcpactor: serving {endpoint.name} on {url}", file=sys.stderr, flush=True)
         task_status.started(url)

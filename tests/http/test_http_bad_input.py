@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import orjson
 import trio
-from http_support import LATEST, RawClient, init_body, request_body, running_app, wait_until
+from http_support import (
+    LATEST,
+    RawClient,
+    init_body,
+    make_server,
+    request_body,
+    running_app,
+    wait_until,
+)
 
 from mcpactor import connect_http
 
@@ -101,13 +109,14 @@ async def test_in_flight_limit() -> None:
 
 async def test_initialize_needs_no_session_and_error_leaves_none() -> None:
     with trio.fail_after(TIMEOUT):
-        async with running_app() as (app, url):
+        server = make_server()
+        async with running_app(server) as (app, url):
             raw = RawClient(url)
             bad = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
             status, headers, body = await raw.simple("POST", bad)
             assert status == 200 and "mcp-session-id" not in headers
             assert await _error_code(body) == -32602
-            await wait_until(lambda: not app.sessions and not app.server.sessions)
+            await wait_until(lambda: not app.sessions and not server.sessions)
             # A request before initialize, without a session id: 400.
             status, _, _ = await raw.simple("POST", PING)
             assert status == 400

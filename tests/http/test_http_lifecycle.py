@@ -6,6 +6,7 @@ import orjson
 import trio
 from http_support import (
     RawClient,
+    make_server,
     messages,
     read_events,
     request_body,
@@ -89,14 +90,15 @@ async def test_resumption_replays_only_the_broken_stream() -> None:
 
 async def test_idle_sessions_expire_and_are_cleaned_up() -> None:
     with trio.fail_after(TIMEOUT):
-        async with running_app(session_idle_timeout=0.3) as (app, url):
+        server = make_server()
+        async with running_app(server, session_idle_timeout=0.3) as (app, url):
             raw = RawClient(url)
             await raw.initialize()
-            assert len(app.sessions) == 1 and len(app.server.sessions) == 1
+            assert len(app.sessions) == 1 and len(server.sessions) == 1
             session = next(iter(app.sessions.values())).session
             with trio.fail_after(3):
                 await session.closed.wait()
-            assert not app.sessions and not app.server.sessions
+            assert not app.sessions and not server.sessions
             # The session's task ends a step after its actor tree has closed it.
             await wait_until(lambda: _only_reaper_left(app))
             status, _, _ = await raw.simple("POST", request_body(3, "ping"))
@@ -114,14 +116,15 @@ async def test_open_get_stream_keeps_a_session_alive() -> None:
 
 async def test_delete_frees_everything() -> None:
     with trio.fail_after(TIMEOUT):
-        async with running_app() as (app, url):
+        server = make_server()
+        async with running_app(server) as (app, url):
             async with connect_http(url, mode="legacy") as client:
                 await client.call_tool("echo", {"text": "x"})
                 sid = next(iter(app.sessions))
-                assert len(app.server.sessions) == 1
+                assert len(server.sessions) == 1
             # Leaving the block sent DELETE.
             await wait_until(
-                lambda: not app.sessions and not app.server.sessions and _only_reaper_left(app)
+                lambda: not app.sessions and not server.sessions and _only_reaper_left(app)
             )
             raw = RawClient(url)
             raw.session_id = sid

@@ -9,6 +9,7 @@ import trio
 from http_support import (
     LATEST,
     RawClient,
+    make_server,
     messages,
     read_events,
     request_body,
@@ -109,7 +110,8 @@ async def test_server_to_client_request_in_sse_and_json_modes() -> None:
 
 async def test_stateless_mode() -> None:
     with trio.fail_after(TIMEOUT):
-        async with running_app(stateless=True) as (app, url):
+        server = make_server()
+        async with running_app(server, stateless=True) as (app, url):
             async with connect_http(url, mode="legacy") as client:
                 result = await client.call_tool("echo", {"text": "stateless"})
                 assert result.content[0].text == "stateless"
@@ -125,7 +127,7 @@ async def test_stateless_mode() -> None:
             assert status == 405
             await raw.aclose()
             # Every POST's session is gone once it is answered.
-            await wait_until(lambda: not app.sessions and len(app.server.sessions) == 0)
+            await wait_until(lambda: not app.sessions and len(server.sessions) == 0)
 
 
 async def test_batch_allowed_only_in_2025_03_26() -> None:
