@@ -20,6 +20,7 @@ from mcpactor.protocol import types as t
 from mcpactor.protocol.convert import to_wire
 from mcpactor.protocol.errors import InternalError, MethodNotFound, RequestError
 from mcpactor.session.context import RequestContext
+from mcpactor.session.state import SessionAuth
 from mcpactor.tasks.runtime import Requester, TaskRuntime
 from mcpactor.tasks.store import TaskRecord
 
@@ -32,8 +33,8 @@ METHODS: frozenset[str] = frozenset({"tasks/get", "tasks/result", "tasks/list", 
 def requester_of(rc: RequestContext) -> Requester:
     """Who sent ``rc``: the subject (else the client id) of the OAuth token that came
     with it, if the server checks tokens (tasks are bound to it), and its session."""
-    attributes = rc.session.attributes
-    token = (attributes.get("auth_by_request") or {}).get(rc.id) or attributes.get("auth")
+    auth = rc.session.state.get(SessionAuth)
+    token = auth.token_for(rc.id) if auth is not None else None
     owner = None
     if token is not None:
         owner = getattr(token, "subject", None) or getattr(token, "client_id", None)

@@ -16,6 +16,7 @@ from mcpactor import Server
 from mcpactor.client import ClientHandlers
 from mcpactor.protocol import types as t
 from mcpactor.protocol.errors import CapabilityNotSupported, RequestError
+from mcpactor.session.state import SessionAuth
 from mcpactor.tasks import InMemoryTaskStore, TaskOptions
 from mcpactor.testing.client import open_client
 from mcpactor.tracing.recorder import MemoryRecorder
@@ -301,7 +302,7 @@ async def test_tasks_are_bound_to_the_authorization_context(mod: Any) -> None:
     def authorize(subject: str) -> None:
         # The newest session is the one just opened; tokens as the HTTP layer binds them.
         *_, session = mod.server.sessions
-        session.attributes["auth"] = _Token(subject)
+        session.state.setdefault(SessionAuth, SessionAuth).owner = _Token(subject)  # type: ignore[assignment]
 
     async with open_client(mod.server) as alice:
         authorize("alice")
