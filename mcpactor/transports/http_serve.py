@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from mcpactor.tracing.tracer import Tracer
     from mcpactor.transports.http_server import McpHttpApp
 
-__all__ = ["HTTP_SERVERS", "serve_app", "serve_http"]
+__all__ = ["HTTP_SERVERS", "serve_app", "serve_http", "share_request_state_key"]
 
 
 def _bind(host: str, port: int) -> str:
@@ -50,7 +50,9 @@ async def serve_http(
     listening socket (a worker of ``mcpactor run --workers``). ``redis``: share
     sessions with every worker using the same store (a ``redis://HOST:PORT/DB`` URL, or
     any :class:`~mcpactor.scaleout.state.SharedState`), see ``docs/scale-out.md``;
-    ``state_key`` signs state clients carry between workers; ``scaleout`` tunes keys
+    ``state_key`` signs state clients carry between workers (it becomes the server's
+    ``request_state_key``, so every worker given it resumes the 2026-07-28 input rounds
+    of the others); ``scaleout`` tunes keys
     and timings (:class:`~mcpactor.scaleout.cluster.ClusterOptions`). Only loopback names and ``host`` are
     accepted in ``Host``/``Origin`` unless ``allowed_hosts``/``allowed_origins`` say
     otherwise (a server on 0.0.0.0 must list the names it is reached by).
@@ -60,6 +62,8 @@ async def serve_http(
         options["allowed_hosts"] = LOCAL_HOSTS | {host.lower(), f"[{host.lower()}]"}
     from mcpactor.transports.http_server import HttpOptions, McpHttpApp
 
+    if state_key is not None:
+        share_request_state_key(server, state_key)
     http_options = HttpOptions(path=path, tracer=tracer, **options)
     if redis is None:
         await serve_app(
@@ -78,6 +82,14 @@ async def serve_http(
             quiet=quiet, server=http_server, task_status=task_status,
             listen_socket=listen_socket,
         )
+
+
+def share_request_state_key(server: Server, key: str) -> None:
+    """Sign ``server``'s ``requestState`` with the deployment's shared key (``--state-key``),
+    so that a round started on one worker resumes on any other."""
+    if server.request_state_key != key:
+        server.request_state_key = key
+        server.request_state_codec = None  # made again, with this key, on first use
 
 
 #: HTTP servers that can carry the app (``server=`` of :func:`serve_app`).

@@ -49,3 +49,18 @@ async def touch(uri: str) -> str:
 def memo_one() -> str:
     """A resource to subscribe to."""
     return "one"
+
+
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}},
+               "required": ["name"]}
+
+
+@server.tool()
+async def confirm(question: str, ctx: Context) -> str:
+    """Ask the user twice (elicitations: requests to the client in a session, input
+    rounds in a 2026-07-28 request), each question naming the worker that asked it;
+    answer with both names and the pid of the worker that finished."""
+    first = await ctx.elicit(f"{question} 1 (worker {os.getpid()})", NAME_SCHEMA)
+    second = await ctx.elicit(f"{question} 2 (worker {os.getpid()})", NAME_SCHEMA)
+    names = [(a.content or {}).get("name") for a in (first, second)]
+    return f"{names[0]}|{names[1]}|{os.getpid()}"
