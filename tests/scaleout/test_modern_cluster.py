@@ -7,7 +7,6 @@ is resumed on another (its ``requestState`` is signed with the shared key), and 
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,43 +16,11 @@ import trio
 from mcp import types as mt
 from mcp.client import Client
 from mcp.client.subscriptions import ResourceUpdated
-from scaleout_support import Haproxy, RedisServer, need_programs, start_worker, stop
+from scaleout_support import Deployment, deploy
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
 KEY = "test-state-key-shared-by-every-worker"
-
-
-class Deployment:
-    def __init__(self, url: str, workers: list[subprocess.Popen[bytes]]) -> None:
-        self.url = url
-        self.workers = workers
-
-    def pids(self) -> set[int]:
-        return {w.pid for w in self.workers}
-
-
-def deploy(tmp_path: Path, *extra: str) -> Iterator[Deployment]:
-    """redis-server, three workers with ``extra`` arguments, haproxy in front."""
-    need_programs()
-    redis = RedisServer(tmp_path)
-    redis.start()
-    workers: list[subprocess.Popen[bytes]] = []
-    balancer: Haproxy | None = None
-    try:
-        ports = []
-        for _ in range(3):
-            proc, port = start_worker(tmp_path, redis.url, *extra)
-            workers.append(proc)
-            ports.append(port)
-        balancer = Haproxy(tmp_path, ports)
-        yield Deployment(balancer.url, workers)
-    finally:
-        if balancer is not None:
-            balancer.stop()
-        for w in workers:
-            stop(w)
-        redis.stop()
 
 
 @pytest.fixture
