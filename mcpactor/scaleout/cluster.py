@@ -15,6 +15,8 @@ one worker: its *owner*. What the shared store adds (keys under ``prefix``):
 - ``q:<worker>``: the worker's inbox: requests relayed to it, and the pieces of the
   responses to the requests it relayed to others.
 - ``bc``: the channel broadcast notifications fan out on.
+- ``t:``, ``tl:``, ``tc:``, ``tx:``: tasks (:mod:`.task_store`), which any worker
+  answers for.
 
 A request for a session of another worker (any load balancer, no stickiness) is
 *relayed*: its method, headers and body go to the owner's inbox, the owner runs it
@@ -48,6 +50,7 @@ from mcpactor.protocol import jsonrpc
 from mcpactor.protocol.errors import INTERNAL_ERROR
 from mcpactor.scaleout.signing import StateSigner
 from mcpactor.scaleout.state import Entry, SharedState, SharedStateError
+from mcpactor.scaleout.task_store import install_shared_tasks
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Scope, Send
 from mcpactor.transports.base import Outgoing
@@ -175,9 +178,14 @@ class Cluster:
         """Heartbeat, inbox, broadcast and key refresh, until cancelled."""
         self.app = app
         app.endpoint.set_fanout(self.fanout)
+        runtime = app.endpoint.task_runtime
+        local_tasks = runtime.store
+        tasks = install_shared_tasks(self, runtime)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                if tasks is not None:
+                    nursery.start_soon(tasks.serve_cancels, runtime.cancel_local)
                 nursery.start_soon(self._heartbeat)
                 nursery.start_soon(self._read_inbox)
                 nursery.start_soon(self._listen_broadcasts)
@@ -186,6 +194,7 @@ class Cluster:
                 await trio.sleep_forever()
         finally:
             app.endpoint.set_fanout(None)
+            runtime.store = local_tasks
             self._nursery = None
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 try:

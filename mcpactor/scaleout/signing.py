@@ -5,9 +5,11 @@ A value the server hands to a client and takes back later (the 2026-07-28 revisi
 shares, any of them can check that it is one of ours and unchanged. HMAC-SHA256 over
 the payload; the token is ``base64url(payload).base64url(mac)``.
 
-The key comes from ``--state-key`` or the ``MCPACTOR_STATE_KEY`` environment variable;
+The key comes from ``--state-key`` or the ``MCPACTOR_STATE_KEY`` environment variable
+(``MCPACTOR_REQUEST_STATE_KEY``, the server's own name for it, is read too);
 ``mcpactor run --workers N`` without one makes a random key for its workers (one host
-only: workers on several hosts need the same key given to each).
+only: workers on several hosts need the same key given to each). ``serve_http`` makes it
+the server's ``request_state_key``: one key signs every worker's ``requestState``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ __all__ = ["STATE_KEY_ENV", "InvalidState", "StateSigner", "state_key"]
 
 #: The environment variable holding the shared signing key.
 STATE_KEY_ENV = "MCPACTOR_STATE_KEY"
+#: The same key under the name ``Server`` reads (``mcpactor.server.rounds.KEY_ENV``).
+REQUEST_STATE_KEY_ENV = "MCPACTOR_REQUEST_STATE_KEY"
 #: Shortest key accepted, in bytes: below this an HMAC key is guessable.
 MIN_KEY_BYTES = 16
 
@@ -75,11 +79,12 @@ class StateSigner:
 
 
 def state_key(given: str | None, *, generate: bool = False) -> str | None:
-    """The signing key: ``given``, else ``$MCPACTOR_STATE_KEY``, else a random one when
-    ``generate``, else None."""
+    """The signing key: ``given``, else ``$MCPACTOR_STATE_KEY``, else
+    ``$MCPACTOR_REQUEST_STATE_KEY``, else a random one when ``generate``, else None."""
     if given:
         return given
-    env = os.environ.get(STATE_KEY_ENV)
-    if env:
-        return env
+    for name in (STATE_KEY_ENV, REQUEST_STATE_KEY_ENV):
+        env = os.environ.get(name)
+        if env:
+            return env
     return secrets.token_urlsafe(32) if generate else None

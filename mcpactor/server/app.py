@@ -231,7 +231,9 @@ class Server(Generic[LifespanT]):
         2026-07-28 (stateless requests): ``request_state_key`` signs the
         ``requestState`` of input rounds (default: ``$MCPACTOR_REQUEST_STATE_KEY``, else
         a random key per process; give every worker of a deployment the same key so any
-        of them can resume a request), valid for ``request_state_ttl`` seconds;
+        of them can resume a request; ``serve_http(state_key=)``, i.e. ``mcpactor run
+        --state-key``/``$MCPACTOR_STATE_KEY``, replaces it), valid for
+        ``request_state_ttl`` seconds;
         ``cache`` is the ``ttlMs``/``cacheScope`` put on list and read results
         (default: 0 ms, private).
 

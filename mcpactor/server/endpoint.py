@@ -74,3 +74,16 @@ class ServerEndpoint:
     async def deliver_broadcast(self, method: str, params: Any = None) -> None:
         """[scale-out] ``Server.deliver_broadcast``."""
         await self.server.deliver_broadcast(method, params)
+
+    def use_request_state_key(self, key: str) -> None:
+        """[scale-out] The key becomes ``Server.request_state_key`` (it overrides one
+        given to ``Server``: every worker of a deployment must sign alike)."""
+        server = self.server
+        if server.request_state_key != key:
+            server.request_state_key = key
+            server.request_state_codec = None  # made again, with this key, on first use
+
+    @property
+    def task_runtime(self) -> Any:
+        """[scale-out] ``Server.task_runtime``."""
+        return self.server.task_runtime

@@ -532,10 +532,19 @@ class TaskRuntime:
                 f"Cannot cancel task: already in terminal status '{new.status}'",
                 data={"taskId": task_id, "status": new.status})
         if running is not None:
-            running.cancel_requested = True
-            running.scope.cancel()
+            self.cancel_local(task_id)
             await self._publish(new, running)
         return new
+
+    def cancel_local(self, task_id: str) -> bool:
+        """Cancel the worker of a task already recorded ``cancelled`` (by :meth:`cancel`,
+        or by another process sharing the store), if it runs here; whether it did."""
+        running = self._running.get(task_id)
+        if running is None:
+            return False
+        running.cancel_requested = True
+        running.scope.cancel()
+        return True
 
     async def list(self, requester: Requester,
                    cursor: str | None) -> tuple[list[TaskRecord], str | None]:

@@ -82,6 +82,17 @@ class SessionEndpoint(Protocol):
         """[scale-out] Deliver a broadcast notification to this process's sessions."""
         ...
 
+    def use_request_state_key(self, key: str) -> None:
+        """[scale-out] Sign the 2026-07-28 ``requestState`` with the deployment's
+        shared key, so that a round started on one worker resumes on any other."""
+        ...
+
+    @property
+    def task_runtime(self) -> Any:
+        """[scale-out] The application's task runtime
+        (:class:`mcpactor.tasks.TaskRuntime`), whose store a cluster may replace."""
+        ...
+
 
 class EndpointSource(Protocol):
     """Anything that can provide a :class:`SessionEndpoint` (a ``Server`` does)."""

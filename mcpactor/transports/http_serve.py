@@ -51,7 +51,9 @@ async def serve_http(
     listening socket (a worker of ``mcpactor run --workers``). ``redis``: share
     sessions with every worker using the same store (a ``redis://HOST:PORT/DB`` URL, or
     any :class:`~mcpactor.scaleout.state.SharedState`), see ``docs/scale-out.md``;
-    ``state_key`` signs state clients carry between workers; ``scaleout`` tunes keys
+    ``state_key`` signs state clients carry between workers (it becomes the server's
+    ``request_state_key``, so every worker given it resumes the 2026-07-28 input rounds
+    of the others); ``scaleout`` tunes keys
     and timings (:class:`~mcpactor.scaleout.cluster.ClusterOptions`). Only loopback names and ``host`` are
     accepted in ``Host``/``Origin`` unless ``allowed_hosts``/``allowed_origins`` say
     otherwise (a server on 0.0.0.0 must list the names it is reached by).
@@ -59,8 +61,11 @@ async def serve_http(
     if "allowed_hosts" not in options and host not in ("0.0.0.0", "::", ""):
         # A server bound to one named address also answers to that name.
         options["allowed_hosts"] = LOCAL_HOSTS | {host.lower(), f"[{host.lower()}]"}
+    from mcpactor.transports.endpoint import endpoint_of
     from mcpactor.transports.http_server import HttpOptions, McpHttpApp
 
+    if state_key is not None:
+        endpoint_of(server).use_request_state_key(state_key)
     http_options = HttpOptions(path=path, tracer=tracer, **options)
     if redis is None:
         await serve_app(

@@ -49,3 +49,33 @@ async def touch(uri: str) -> str:
 def memo_one() -> str:
     """A resource to subscribe to."""
     return "one"
+
+
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}},
+               "required": ["name"]}
+
+
+@server.tool()
+async def confirm(question: str, ctx: Context) -> str:
+    """Ask the user twice (elicitations: requests to the client in a session, input
+    rounds in a 2026-07-28 request), each question naming the worker that asked it;
+    answer with both names and the pid of the worker that finished."""
+    first = await ctx.elicit(f"{question} 1 (worker {os.getpid()})", NAME_SCHEMA)
+    second = await ctx.elicit(f"{question} 2 (worker {os.getpid()})", NAME_SCHEMA)
+    names = [(a.content or {}).get("name") for a in (first, second)]
+    return f"{names[0]}|{names[1]}|{os.getpid()}"
+
+
+@server.tool(task="optional")
+async def job(seconds: float, ctx: Context) -> str:
+    """A task that works for ``seconds`` (its status message names its worker), then
+    answers with the worker's pid."""
+    await ctx.report_progress(0, 1, f"running in {os.getpid()}")
+    await trio.sleep(seconds)
+    return f"done in {os.getpid()}"
+
+
+@server.tool()
+def running_tasks() -> str:
+    """``pid:count`` of the tasks whose work runs in this worker."""
+    return f"{os.getpid()}:{server.task_runtime.running_count}"

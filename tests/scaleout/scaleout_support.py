@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,38 @@ def start_worker(
         stdout=_log(folder, "worker"), stderr=subprocess.STDOUT)
     wait_port(port, proc)
     return proc, port
+
+
+class Deployment:
+    """Workers behind a balancer: the URL to use, the worker processes."""
+
+    def __init__(self, url: str, workers: list[subprocess.Popen[bytes]]) -> None:
+        self.url = url
+        self.workers = workers
+
+    def pids(self) -> set[int]:
+        """The workers' process ids."""
+        return {w.pid for w in self.workers}
+
+
+def deploy(tmp_path: Path, *extra: str) -> Iterator[Deployment]:
+    """redis-server, three workers with ``extra`` arguments, haproxy in front."""
+    need_programs()
+    redis = RedisServer(tmp_path)
+    redis.start()
+    workers: list[subprocess.Popen[bytes]] = []
+    balancer: Haproxy | None = None
+    try:
+        ports = []
+        for _ in range(3):
+            proc, port = start_worker(tmp_path, redis.url, *extra)
+            workers.append(proc)
+            ports.append(port)
+        balancer = Haproxy(tmp_path, ports)
+        yield Deployment(balancer.url, workers)
+    finally:
+        if balancer is not None:
+            balancer.stop()
+        for w in workers:
+            stop(w)
+        redis.stop()

@@ -137,3 +137,65 @@ def test_workers_option_errors_are_one_line(tmp_path: Path) -> None:
                          check=False)
     assert out.returncode == 2
     assert "--redis: bad Redis URL" in out.stderr and "Traceback" not in out.stderr
+
+
+def _modern_call(url: str, arguments: dict[str, object],
+                 retry: dict[str, object] | None = None) -> dict[str, object]:
+    """One 2026-07-28 ``tools/call confirm`` POST on a fresh connection."""
+    params: dict[str, object] = {
+        "name": "confirm", "arguments": arguments,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}}
+    params.update(retry or {})
+    req = urllib.request.Request(
+        url, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                         "params": params}).encode(),
+        {"content-type": "application/json", "accept": "application/json, text/event-stream",
+         "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
+         "mcp-name": "confirm", "connection": "close"}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            body = resp.read()
+    except urllib.error.HTTPError as exc:
+        body = exc.read()
+    text = body.decode()
+    if text.startswith(("event:", "id:", "data:", ":")):  # an SSE answer: its last data line
+        text = [ln[5:] for ln in text.splitlines() if ln.startswith("data:")][-1]
+    message = json.loads(text)
+    assert "result" in message, message
+    result: dict[str, object] = message["result"]
+    return result
+
+
+def test_workers_without_a_key_share_one_for_request_state(
+    supervisor: tuple[subprocess.Popen[bytes], str, Path],
+) -> None:
+    # No --state-key: the supervisor draws one key for all its workers, so a 2026-07-28
+    # input round started by one worker is resumed by the other (fresh connections
+    # land on either).
+    proc, url, _ = supervisor
+    workers = _wait_workers(proc.pid, 2)
+    runs: set[int] = set()
+    for _ in range(12):
+        answers: dict[str, object] = {}
+        state: object = None
+        for _round in range(3):
+            retry = {} if state is None else {"inputResponses": answers, "requestState": state}
+            result = _modern_call(url, {"question": "name?"}, retry)
+            if result.get("resultType") != "input_required":
+                break
+            asks = result["inputRequests"]
+            assert isinstance(asks, dict)
+            for key, ask in asks.items():
+                message = ask["params"]["message"]
+                runs.add(int(re.search(r"worker (\d+)", message).group(1)))  # type: ignore[union-attr]
+                answers = {key: {"action": "accept", "content": {"name": "ann"}}}
+            state = result["requestState"]
+        content = result["content"]
+        assert isinstance(content, list)
+        first, second, finisher = content[0]["text"].split("|")
+        assert (first, second) == ("ann", "ann")
+        runs.add(int(finisher))
+        if runs == workers:
+            break
+    assert runs == workers
