@@ -33,6 +33,7 @@ from mcpactor.protocol.errors import (
     ConnectionClosed,
     InternalError,
     InvalidResult,
+    LocalProtocolError,
     McpError,
     MethodNotFound,
     RequestError,
@@ -338,9 +339,28 @@ class Client:
         assert isinstance(out, dict)
         return out
 
+    @property
+    def stateless(self) -> bool:
+        """Whether this client speaks the stateless revision (2026-07-28: no session,
+        per-request ``_meta``) rather than a handshake one."""
+        return self.session.connection.modern_meta is not None
+
     async def ping(self, *, timeout: Timeout | float | None = None) -> None:
-        """Check that the server answers."""
+        """Check that the server answers (a handshake-era request: in 2026-07-28, which
+        removed it, use :meth:`discover`)."""
         await self.request("ping", None, timeout=timeout)
+
+    async def discover(self, *, timeout: Timeout | float | None = None) -> dict[str, Any]:
+        """``server/discover`` (2026-07-28): the server's versions, capabilities and
+        identity; also the way to check that it answers. A handshake session has its
+        answers from ``initialize`` (:attr:`server_capabilities`...) and :meth:`ping`."""
+        if not self.stateless:
+            raise LocalProtocolError(
+                f"server/discover is a 2026-07-28 request and this client speaks "
+                f"{self.protocol_version} (connect with mode=\"auto\" or "
+                f"mode=\"2026-07-28\"); use ping() to check that the server answers")
+        result: dict[str, Any] = await self.request("server/discover", None, timeout=timeout)
+        return result
 
     async def list_tools(self, cursor: str | None = None, **kw: Any) -> t.ListToolsResult:
         """One page of tools (their output schemas are kept to check results with)."""
@@ -492,11 +512,21 @@ class Client:
         return await self.request("completion/complete", params, **kw)
 
     async def set_logging_level(self, level: str, **kw: Any) -> None:
-        """The minimum level of log messages the server should send."""
+        """The minimum level of log messages the server should send: ``logging/setLevel``
+        in a handshake session; in 2026-07-28, which removed it, the level every
+        request carries from now on in its ``_meta`` (without one a 2026-07-28 server
+        sends no log messages at all)."""
+        if self.stateless:
+            self.session.connection.set_log_level(level)
+            return
         await self.request("logging/setLevel", {"level": level}, **kw)
 
     async def send_roots_list_changed(self) -> None:
-        """Tell the server the roots changed."""
+        """Tell the server the roots changed. In 2026-07-28 there is nothing to tell (a
+        server asks for the roots in each request that needs them), and nothing is
+        sent."""
+        if self.stateless:
+            return
         await self.session.notify("notifications/roots/list_changed")
 
     async def aclose(self) -> None:

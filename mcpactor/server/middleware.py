@@ -353,12 +353,10 @@ async def request_through(server: Server[Any], rc: RequestContext,
                           route: Callable[[RequestContext], Awaitable[Any]]) -> Any:
     """Answer ``rc`` through ``server``'s middleware, then ``route``."""
     from mcpactor.server.handler import ToolError
-    from mcpactor.session.context import RequestContext
 
     async def inner(ctx: MiddlewareContext[Any]) -> Any:
-        request = rc if ctx.params is rc.params and ctx.method == rc.method else RequestContext(
-            rc.session, rc.id, ctx.method, ctx.params, rc.raw_params, rc.progress_token,
-            rc.scope)
+        request = rc if ctx.params is rc.params and ctx.method == rc.method else rc.derived(
+            ctx.method, ctx.params)
         return _typed(ctx.method, await route(request))
 
     ctx: MiddlewareContext[Any] = MiddlewareContext(

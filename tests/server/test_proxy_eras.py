@@ -1,0 +1,127 @@
+"""A proxy in every combination of eras: its client speaking a handshake revision or
+2026-07-28, and the proxy speaking either to the server behind it; all three real
+processes, over stdio and over HTTP. What the server behind asks back (elicitation,
+sampling, roots; in 2026-07-28 input rounds, several at once, over several rounds)
+reaches the client that caused it, as a request in a handshake session and as the
+proxy's own input round in a 2026-07-28 request."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from mcpactor import ClientHandlers, RequestError, connect_http, connect_stdio
+from mcpactor.protocol import types as t
+
+HERE = Path(__file__).resolve().parent
+UPSTREAM_TARGET = f"{HERE / 'upstream_server.py'}:server"
+UPSTREAM = [sys.executable, "-m", "mcpactor", "run", UPSTREAM_TARGET]
+ERAS = {"legacy": "2025-11-25", "2026": "2026-07-28"}
+MODES = {"legacy": "legacy", "2026": "auto"}  # auto: discovers 2026-07-28 from mcpactor
+
+
+def _handlers(asked: list[str]) -> ClientHandlers:
+    async def elicitation(params: Any) -> t.ElicitResult:
+        asked.append("elicitation")
+        return t.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def sampling(params: Any) -> t.CreateMessageResult:
+        asked.append("sampling")
+        return t.CreateMessageResult(role="assistant", model="test",
+                                     content=t.TextContent(text="Hello Ada!"))
+
+    async def roots() -> list[t.Root]:
+        asked.append("roots")
+        return [t.Root(uri="file:///home/ada")]
+
+    return ClientHandlers(elicitation=elicitation, sampling=sampling, roots=roots)
+
+
+async def _exercise(client: Any, down: str, up: str, asked: list[str]) -> None:
+    assert client.server_info["name"] == "front"
+    assert client.protocol_version == ERAS[down]
+    assert (await client.call_tool("era", {})).content[0].text == ERAS[up]
+    assert (await client.call_tool("add", {"a": 20, "b": 22})).data == {"result": 42}
+
+    progress: list[float] = []
+    logs: list[Any] = []
+    client.session.handler.h.on_log = lambda p: logs.append(p.data)
+    await client.set_logging_level("info")  # in 2026-07-28: each request's _meta
+    counted = await client.call_tool(
+        "count", {"n": 3}, on_progress=lambda p, total, msg: progress.append(p))
+    assert counted.content[0].text == "counted to 3"
+    assert progress == [1.0, 2.0, 3.0]
+    await client.session.settle()  # the log callbacks of what came before the answer
+    assert logs == ["step 1", "step 2", "step 3"]
+
+    asked.clear()
+    asked_result = await client.call_tool("ask", {})
+    assert asked_result.content[0].text == "accept: Ada; model: Hello Ada!"
+    assert asked == ["elicitation", "sampling"]  # each asked of the client once
+
+    asked.clear()
+    surveyed = await client.call_tool("survey", {})
+    assert surveyed.content[0].text == "Ada; Hello Ada!; 1 root(s)"
+    assert sorted(asked) == ["elicitation", "roots", "sampling"]
+    assert (await client.call_tool("where", {})).data == {"result": ["file:///home/ada"]}
+
+    with pytest.raises(RequestError) as refused:
+        await client.call_tool("refuse", {})
+    assert (refused.value.code, refused.value.data) == (-32050, {"retry": False})
+    with pytest.raises(RequestError) as unknown:
+        await client.call_tool("missing", {})
+    assert unknown.value.code == -32602
+
+    readme = await client.read_resource("file:///readme")
+    assert readme.contents[0].text == "read me"
+    page = await client.read_resource("file:///docs/intro")
+    assert page.contents[0].text == "page intro"
+    prompt = await client.get_prompt("review", {"code": "x = 1"})
+    assert prompt.messages[0].content.text == "Please review: x = 1"
+    done = await client.complete(t.PromptReference(name="review"),
+                                 {"name": "code", "value": "py"})
+    assert done.completion.values == ["python"]
+    tools = {tool.name for tool in await client.list_all_tools()}
+    assert {"add", "ask", "survey", "where", "era"} <= tools
+
+
+def _front(tmp_path: Path, target: str | list[str], up: str) -> str:
+    front = tmp_path / "front.py"
+    front.write_text(
+        "from mcpactor import Server\n"
+        f"server = Server.as_proxy({target!r}, name='front', mode={MODES[up]!r})\n")
+    return f"{front}:server"
+
+
+@pytest.mark.parametrize("up", ["legacy", "2026"])
+@pytest.mark.parametrize("down", ["legacy", "2026"])
+async def test_over_stdio_to_a_stdio_server(tmp_path: Path, down: str, up: str) -> None:
+    """client → `mcpactor run front.py` (stdio) → `mcpactor run upstream_server.py`."""
+    command = [sys.executable, "-m", "mcpactor", "run", _front(tmp_path, UPSTREAM, up)]
+    asked: list[str] = []
+    with trio.fail_after(60):
+        async with connect_stdio(command, handlers=_handlers(asked),
+                                 mode=MODES[down]) as client:
+            await _exercise(client, down, up, asked)
+
+
+@pytest.mark.parametrize("up", ["legacy", "2026"])
+@pytest.mark.parametrize("down", ["legacy", "2026"])
+async def test_over_http_to_an_http_server(
+        tmp_path: Path, down: str, up: str,
+        http_server: Callable[..., tuple[subprocess.Popen[bytes], str]]) -> None:
+    """client → `mcpactor run front.py --transport http` → the same over HTTP: in
+    2026-07-28 every request of the client is a POST of its own, none shares a session."""
+    _, upstream_url = http_server(UPSTREAM_TARGET)
+    _, front_url = http_server(_front(tmp_path, upstream_url, up))
+    asked: list[str] = []
+    with trio.fail_after(60):
+        async with connect_http(front_url, handlers=_handlers(asked),
+                                mode=MODES[down]) as client:
+            await _exercise(client, down, up, asked)
