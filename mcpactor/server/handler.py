@@ -71,19 +71,9 @@ async def _call_entry(entry: Any, kwargs: dict[str, Any], rc: RequestContext,
     deps: DependencyPlan | None = entry.deps
     if deps is None:
         return await _call(entry.fn, entry.is_async, kwargs, entry.thread)
-    need: InputRequired | None = None
     async with AsyncExitStack() as stack:
         await deps.fill(stack, kwargs, lambda: Context(rc, server))
-        try:
-            return await _call(entry.fn, entry.is_async, kwargs, entry.thread)
-        except InputRequired as exc:
-            # A 2026-07-28 input round: thrown in at each generator's yield (this run
-            # ends unfinished, as on an error: roll back), and never swallowed by one (a
-            # dependency cannot answer for the client).
-            need = exc
-            raise
-    assert need is not None  # only a swallowed input round gets here
-    raise need
+        return await _call(entry.fn, entry.is_async, kwargs, entry.thread)
 
 
 class ServerHandler:
