@@ -6,6 +6,7 @@ import trio
 
 from mcpactor import Client, ClientHandlers, Context, RequestError, ResourceNotFound, Server
 from mcpactor.protocol import types as t
+from mcpactor.protocol.errors import LocalProtocolError
 
 server = Server("resources-example", version="1.0.0")
 notes = {"1": "buy milk", "2": "call Ada"}
@@ -45,10 +46,6 @@ async def edit(note_id: str, text: str, ctx: Context) -> str:
     return "saved"
 
 
-#: The demo subscribes and pings: handshake-era requests (2026-07-28 removed them in
-#: favour of ``subscriptions/listen``), so its client connects in the legacy mode.
-CLIENT_MODE = "legacy"
-
 async def demo(client: Client) -> None:
     assert [r.uri for r in await client.list_all_resources()] == [
         "notes://readme", "notes://index", "notes://logo"]
@@ -68,10 +65,18 @@ async def demo(client: Client) -> None:
         raise AssertionError("expected an error")
     except RequestError as exc:
         assert exc.data == {"uri": "notes://note/99"}
+        assert exc.code == (-32602 if client.stateless else -32002)
 
-    await client.subscribe("notes://note/2")
+    if client.stateless:
+        # 2026-07-28 has no resources/subscribe: the client says what to do instead.
+        try:
+            await client.subscribe("notes://note/2")
+            raise AssertionError("expected an error")
+        except LocalProtocolError as exc:
+            assert 'mode="legacy"' in exc.message and "subscriptions/listen" in exc.message
+    else:
+        await client.subscribe("notes://note/2")
     await client.call_tool("edit", {"note_id": "2", "text": "call Ada at 5"})
-    await client.ping()
 
 
 async def demo_updates() -> list[str]:
