@@ -181,6 +181,9 @@ class RemoteServer:
         self._idle: dict[frozenset[str], list[_Upstream]] = {}
         #: Whether the remote server speaks 2026-07-28 (None: not connected yet).
         self._modern: bool | None = None
+        #: The first connection for 2026-07-28 requests while it connects (it tells
+        #: which revision the remote server speaks).
+        self._probe: _Upstream | None = None
         #: The connection whose list changes are told to the parent's listeners.
         self._announcer: _Upstream | None = None
 
@@ -240,25 +243,35 @@ class RemoteServer:
                 self._start(up)
             yield await self._ready(up)
             return
-        shared = self._shared
-        if shared is not None:
-            yield await self._ready(shared)
-            return
-        caps = _input_caps(rc.peer_capabilities)
-        if self._modern is not False:
+        while self._modern is not False:
+            shared = self._shared
+            if shared is not None:
+                yield await self._ready(shared)
+                return
+            probe = self._probe
+            if probe is not None:
+                # Another request is connecting first: its outcome decides.
+                await self._ready(probe)
+                continue
             # The remote server's revision is not known yet (or it speaks 2026-07-28 and
             # its connection ended): a connection that can answer any client's inputs.
-            up = self._shared = _Upstream(None, frozenset(_INPUT_CAPS))
-            self._start(up)
-            await self._ready(up)
-            assert up.client is not None
-            self._modern = _speaks_modern(up.client)
+            probe = self._probe = _Upstream(None, frozenset(_INPUT_CAPS))
+            self._start(probe)
+            try:
+                await self._ready(probe)
+            finally:
+                self._probe = None
+            assert probe.client is not None
+            self._modern = _speaks_modern(probe.client)
+            if probe.done.is_set():
+                continue  # it ended at once: connect again
             if self._modern:
-                yield up
-                return
-            # A handshake server: this one joins the idle sessions of its capabilities.
-            self._shared = None
-            self._idle.setdefault(up.caps, []).append(up)
+                self._shared = probe
+            else:
+                # A handshake server: this one joins the idle sessions of its
+                # capabilities.
+                self._idle.setdefault(probe.caps, []).append(probe)
+        caps = _input_caps(rc.peer_capabilities)
         idle = self._idle.setdefault(caps, [])
         while idle and idle[-1].done.is_set():
             idle.pop()

@@ -125,3 +125,95 @@ async def test_over_http_to_an_http_server(
         async with connect_http(front_url, handlers=_handlers(asked),
                                 mode=MODES[down]) as client:
             await _exercise(client, down, up, asked)
+
+
+# -- how 2026-07-28 requests share the upstream (a server of this process behind) --------
+
+
+def _upstream() -> Any:
+    from mcpactor.entrypoint import load_entry_point
+
+    return load_entry_point(UPSTREAM_TARGET)
+
+
+async def _concurrently(client: Any, calls: int) -> list[str]:
+    out: list[str] = []
+
+    async def one() -> None:
+        out.append((await client.call_tool("ask", {})).content[0].text)
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(calls):
+            nursery.start_soon(one)
+    return out
+
+
+@pytest.mark.parametrize("up", ["legacy", "2026"])
+async def test_concurrent_2026_requests_each_get_their_own_questions(up: str) -> None:
+    """Against a handshake upstream each 2026-07-28 request runs on an upstream session
+    of its own while it lasts (its questions are its alone); against a 2026-07-28
+    upstream they share one connection."""
+    from mcpactor import Server
+    from mcpactor.testing import open_client
+
+    proxy = Server.as_proxy(_upstream(), name="front", mode=MODES[up])
+    remote = proxy.mounts[0]
+    asked: list[str] = []
+    gate = trio.Event()
+
+    async def slow_elicitation(params: Any) -> t.ElicitResult:
+        asked.append("elicitation")
+        await gate.wait()  # every request is asking at once
+        return t.ElicitResult(action="accept", content={"name": "Ada"})
+
+    handlers = _handlers(asked)
+    handlers.elicitation = slow_elicitation
+    with trio.fail_after(20):
+        async with open_client(proxy, handlers=handlers, mode="2026-07-28") as client:
+            async with trio.open_nursery() as nursery:
+                results: list[list[str]] = []
+                nursery.start_soon(lambda: _collect(results, client))
+                while asked.count("elicitation") < 3:
+                    await trio.sleep(0.01)
+                gate.set()
+            assert results == [["accept: Ada; model: Hello Ada!"] * 3]
+            if up == "2026":
+                assert remote._shared is not None and not remote._idle.get(remote._shared.caps)
+            else:
+                assert remote._shared is None
+                assert sum(len(v) for v in remote._idle.values()) >= 3  # kept for the next
+
+
+async def _collect(results: list[list[str]], client: Any) -> None:
+    results.append(await _concurrently(client, 3))
+
+
+@pytest.mark.parametrize("up", ["legacy", "2026"])
+async def test_a_cancelled_2026_request_is_cancelled_upstream(up: str) -> None:
+    from mcpactor import RequestTimeout, Server
+    from mcpactor.testing import open_client
+
+    upstream = _upstream()
+    module = sys.modules[upstream.tools["sleepy"].fn.__module__]
+    module.on_cancel = cancelled = trio.Event()
+    proxy = Server.as_proxy(upstream, mode=MODES[up])
+    async with open_client(proxy, mode="2026-07-28") as client:
+        with pytest.raises(RequestTimeout):
+            await client.call_tool("sleepy", {"seconds": 30}, timeout=0.2)
+        with trio.fail_after(5):
+            await cancelled.wait()
+        assert (await client.call_tool("add", {"a": 1, "b": 1})).data == {"result": 2}
+
+
+async def test_a_2026_client_without_the_capability_hears_it_from_the_server_behind() -> None:
+    """The capabilities of each 2026-07-28 request reach the server behind in its _meta:
+    it refuses to ask a client that cannot answer, with the revision's -32021."""
+    from mcpactor import Server
+    from mcpactor.testing import open_client
+
+    proxy = Server.as_proxy(_upstream(), mode="auto")
+    async with open_client(proxy, mode="2026-07-28") as client:
+        with pytest.raises(RequestError) as info:
+            await client.call_tool("ask", {})
+        assert info.value.code == -32021
+        assert info.value.data["requiredCapabilities"] == {"elicitation": {}}
