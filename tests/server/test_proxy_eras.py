@@ -163,6 +163,8 @@ async def test_concurrent_2026_requests_each_get_their_own_questions(up: str) ->
 
     async def slow_elicitation(params: Any) -> t.ElicitResult:
         asked.append("elicitation")
+        if asked.count("elicitation") == 3:
+            gate.set()
         await gate.wait()  # every request is asking at once
         return t.ElicitResult(action="accept", content={"name": "Ada"})
 
@@ -173,9 +175,6 @@ async def test_concurrent_2026_requests_each_get_their_own_questions(up: str) ->
             async with trio.open_nursery() as nursery:
                 results: list[list[str]] = []
                 nursery.start_soon(lambda: _collect(results, client))
-                while asked.count("elicitation") < 3:
-                    await trio.sleep(0.01)
-                gate.set()
             assert results == [["accept: Ada; model: Hello Ada!"] * 3]
             if up == "2026":
                 assert remote._shared is not None and not remote._idle.get(remote._shared.caps)
