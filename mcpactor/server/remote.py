@@ -33,10 +33,13 @@ import trio
 from mcpactor.protocol import modern
 from mcpactor.protocol import types as t
 from mcpactor.protocol.errors import (
+    INVALID_PARAMS,
+    RESOURCE_NOT_FOUND_LEGACY,
     CapabilityNotSupported,
     ConnectionClosed,
     InternalError,
     MethodNotFound,
+    RequestError,
     ResourceNotFound,
 )
 from mcpactor.protocol.lifecycle import State
@@ -488,6 +491,16 @@ class RemoteServer:
                     raise ResourceNotFound(uri) from None
                 raise MethodNotFound(f"Method not found: {method} (the proxied server "
                                      f"{self.label} does not support it)") from None
+            except RequestError as exc:
+                # "Resource not found" is coded by revision (-32002, or -32602 from
+                # 2026-07-28): the remote server's code is its revision's; the answer
+                # is coded for our client's.
+                data = exc.data if isinstance(exc.data, dict) else {}
+                if method in ("resources/read", "resources/metadata") \
+                        and exc.code in (RESOURCE_NOT_FOUND_LEGACY, INVALID_PARAMS) \
+                        and isinstance(data.get("uri"), str):
+                    raise ResourceNotFound(data["uri"], exc.message) from None
+                raise
             except ConnectionClosed as exc:
                 raise InternalError(f"the proxied server {self.label} went away: {exc}",
                                     data={"upstream": self.label}) from None

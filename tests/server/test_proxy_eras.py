@@ -78,6 +78,10 @@ async def _exercise(client: Any, down: str, up: str, asked: list[str]) -> None:
         await client.call_tool("missing", {})
     assert unknown.value.code == -32602
 
+    with pytest.raises(RequestError) as missing:  # coded for the client's revision
+        await client.read_resource("file:///missing")
+    assert (missing.value.code, missing.value.data) == (
+        -32602 if down == "2026" else -32002, {"uri": "file:///missing"})
     readme = await client.read_resource("file:///readme")
     assert readme.contents[0].text == "read me"
     page = await client.read_resource("file:///docs/intro")
