@@ -38,6 +38,7 @@ from mcpactor.protocol.errors import (
     CapabilityNotSupported,
     ConnectionClosed,
     InternalError,
+    LocalProtocolError,
     MethodNotFound,
     RequestError,
     ResourceNotFound,
@@ -240,7 +241,7 @@ class RemoteServer:
         meanwhile is then this request's alone), kept afterwards for the next."""
         if rc.modern is None:
             up = self._by_session.get(rc.session)
-            if up is None:
+            if up is None or not self._usable(up):
                 up = self._by_session[rc.session] = _Upstream(
                     rc.session, _input_caps(rc.peer_capabilities))
                 self._start(up)
@@ -248,7 +249,7 @@ class RemoteServer:
             return
         while self._modern is not False:
             shared = self._shared
-            if shared is not None:
+            if shared is not None and self._usable(shared):
                 yield await self._ready(shared)
                 return
             probe = self._probe
@@ -276,10 +277,13 @@ class RemoteServer:
                 self._idle.setdefault(probe.caps, []).append(probe)
         caps = _input_caps(rc.peer_capabilities)
         idle = self._idle.setdefault(caps, [])
-        while idle and idle[-1].done.is_set():
-            idle.pop()
-        if idle:
-            up = idle.pop()
+        found: _Upstream | None = None
+        while idle and found is None:
+            candidate = idle.pop()
+            if self._usable(candidate):
+                found = candidate
+        if found is not None:
+            up = found
         else:
             up = _Upstream(None, caps)
             self._start(up)
@@ -335,13 +339,28 @@ class RemoteServer:
         finally:
             up.done.set()
             up.ready.set()
-            if up.session is not None and self._by_session.get(up.session) is up:
-                del self._by_session[up.session]
-            if self._shared is up:
-                self._shared = None
-            idle = self._idle.get(up.caps)
-            if idle is not None and up in idle:
-                idle.remove(up)
+            self._forget(up)
+
+    def _usable(self, up: _Upstream) -> bool:
+        """Whether a request may use ``up`` (one still connecting may); one whose
+        remote side has gone is forgotten at once, before its task sees it end."""
+        if not up.done.is_set():
+            client = up.client
+            if client is None or not (client.session.closed.is_set()
+                                      or client.session.connection.state is State.CLOSED):
+                return True
+            up.done.set()
+        self._forget(up)
+        return False
+
+    def _forget(self, up: _Upstream) -> None:
+        if up.session is not None and self._by_session.get(up.session) is up:
+            del self._by_session[up.session]
+        if self._shared is up:
+            self._shared = None
+        idle = self._idle.get(up.caps)
+        if idle is not None and up in idle:
+            idle.remove(up)
 
     # -- what the remote server asks back, and tells ---------------------------------------
 
@@ -501,6 +520,12 @@ class RemoteServer:
                         and isinstance(data.get("uri"), str):
                     raise ResourceNotFound(data["uri"], exc.message) from None
                 raise
+            except LocalProtocolError as exc:
+                if self._usable(up):
+                    raise
+                # The upstream session ended between taking it and sending on it.
+                raise InternalError(f"the proxied server {self.label} went away: {exc}",
+                                    data={"upstream": self.label}) from None
             except ConnectionClosed as exc:
                 raise InternalError(f"the proxied server {self.label} went away: {exc}",
                                     data={"upstream": self.label}) from None

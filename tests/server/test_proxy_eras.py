@@ -220,3 +220,34 @@ async def test_a_2026_client_without_the_capability_hears_it_from_the_server_beh
             await client.call_tool("ask", {})
         assert info.value.code == -32021
         assert info.value.data["requiredCapabilities"] == {"elicitation": {}}
+
+
+@pytest.mark.parametrize("up", ["legacy", "2026"])
+async def test_2026_requests_connect_again_after_the_server_behind_dies(up: str) -> None:
+    from mcpactor import Server
+    from mcpactor.testing import open_client
+
+    proxy = Server.as_proxy(UPSTREAM, mode=MODES[up])
+    with trio.fail_after(30):
+        async with open_client(proxy, mode="2026-07-28") as client:
+            assert (await client.call_tool("add", {"a": 1, "b": 2})).data == {"result": 3}
+            with pytest.raises(RequestError) as gone:
+                await client.call_tool("crash", {})
+            assert gone.value.code == -32603 and "went away" in gone.value.message
+            # A new upstream process answers the next request.
+            assert (await client.call_tool("add", {"a": 2, "b": 2})).data == {"result": 4}
+
+
+async def test_an_unreachable_server_behind_is_an_error_for_each_2026_request(
+        tmp_path: Path) -> None:
+    from mcpactor import Server
+    from mcpactor.testing import open_client
+
+    missing = tmp_path / "nope.py"
+    proxy = Server.as_proxy([sys.executable, str(missing)])
+    async with open_client(proxy, mode="2026-07-28") as client:
+        for _ in range(2):
+            with pytest.raises(RequestError) as info:
+                await client.call_tool("add", {"a": 1, "b": 2})
+            assert info.value.code == -32603
+            assert "cannot reach the proxied server" in info.value.message

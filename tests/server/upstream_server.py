@@ -66,6 +66,14 @@ async def era(ctx: Context) -> str:
 
 
 @server.tool
+async def crash() -> str:
+    """Ends the server's process at once (a crash, as the proxy sees it)."""
+    import os
+
+    os._exit(3)
+
+
+@server.tool
 async def refuse() -> str:
     """Fails with a protocol error of its own."""
     raise McpError("Quota exhausted", code=-32050, data={"retry": False})
