@@ -4,9 +4,16 @@ from typing import Any
 
 import trio
 
-from mcpactor import Client, ClientHandlers, Context, RequestError, ResourceNotFound, Server
+from mcpactor import (
+    Client,
+    ClientHandlers,
+    Context,
+    LocalProtocolError,
+    RequestError,
+    ResourceNotFound,
+    Server,
+)
 from mcpactor.protocol import types as t
-from mcpactor.protocol.errors import LocalProtocolError
 
 server = Server("resources-example", version="1.0.0")
 notes = {"1": "buy milk", "2": "call Ada"}
