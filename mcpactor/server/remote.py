@@ -14,6 +14,15 @@ remote server every time (nothing is cached, so its changes show at once). An
 upstream that cannot be reached is an error (-32603) naming it, and the next request
 tries again.
 
+Either side may speak a handshake revision or 2026-07-28 (the upstream client
+connects with ``mode="auto"`` unless ``mode=`` pins it). What the remote server asks
+is asked of the proxy's client through the :class:`Context` of the request that
+caused it (:meth:`Context.relay`): a request in a handshake session, the proxy's own
+input round in a 2026-07-28 request (the proxy's handler runs again on the client's
+retry and asks the remote server again, answering its questions at once). A
+2026-07-28 request has no session of its own: see :meth:`RemoteServer._lease` for the
+upstream connection it uses.
+
 A proxy records like any server, but its replay cannot be exact: the remote server's
 answers come from outside the recorded run (``mcpactor replay --against`` checks one).
 """
@@ -142,7 +151,17 @@ def _rank(level: str) -> int:
 
 
 def _input_caps(caps: dict[str, Any]) -> frozenset[str]:
-    return frozenset(name for name in _INPUT_CAPS if name in caps)
+    """The input requests a client can answer: ``sampling``, ``elicitation`` (and
+    ``elicitation.url`` for URL mode), ``roots``."""
+    names = {name for name in _INPUT_CAPS if name in caps}
+    elicitation = caps.get("elicitation")
+    if isinstance(elicitation, dict) and "url" in elicitation:
+        names.add("elicitation.url")
+    return frozenset(names)
+
+
+#: A connection that can answer every client's input requests.
+_ALL_INPUTS = frozenset({*_INPUT_CAPS, "elicitation.url"})
 
 
 class RemoteServer:
@@ -220,14 +239,6 @@ class RemoteServer:
         command = shlex.split(target) if isinstance(target, str) else list(target)
         return connect_stdio(command, handlers=handlers, **self.options)
 
-    async def client_for(self, rc: RequestContext) -> Client:
-        """The upstream client a request of ``rc``'s would use now (its session's own in
-        a handshake session; for a 2026-07-28 request, the shared connection or an idle
-        one)."""
-        async with self._lease(rc) as up:
-            assert up.client is not None
-            return up.client
-
     @asynccontextmanager
     async def _lease(self, rc: RequestContext) -> AsyncIterator[_Upstream]:
         """The upstream connection that answers ``rc``.
@@ -259,7 +270,7 @@ class RemoteServer:
                 continue
             # The remote server's revision is not known yet (or it speaks 2026-07-28 and
             # its connection ended): a connection that can answer any client's inputs.
-            probe = self._probe = _Upstream(None, frozenset(_INPUT_CAPS))
+            probe = self._probe = _Upstream(None, _ALL_INPUTS)
             self._start(probe)
             try:
                 await self._ready(probe)
@@ -383,10 +394,7 @@ class RemoteServer:
         async def notified(event: Any) -> None:
             await self._notified(up, event)
 
-        modes: tuple[str, ...] = ("form", "url")
-        if up.session is not None:
-            declared = up.session.connection.peer_capabilities or {}
-            modes = tuple(declared.get("elicitation") or {}) or ("form",)
+        modes = ("form", "url") if "elicitation.url" in up.caps else ("form",)
         return ClientHandlers(
             sampling=sampling if "sampling" in up.caps else None,
             elicitation=elicitation if "elicitation" in up.caps else None,
