@@ -438,7 +438,8 @@ class Connection:
             return
         spec = METHODS.get(method)
         if spec is None or spec.kind != "notification":
-            if method in self.extra_methods:
+            if method in self.extra_methods or (
+                    self.modern_meta is not None and method in modern.MODERN_ONLY_NOTIFICATIONS):
                 out.append(NotificationReceived(method, raw, raw))
             else:
                 out.append(Dropped(f"unknown notification {method}", msg))

@@ -31,6 +31,7 @@ __all__ = [
     "META_SERVER_INFO",
     "META_SUBSCRIPTION_ID",
     "MODERN_ONLY_METHODS",
+    "MODERN_ONLY_NOTIFICATIONS",
     "MRTR_METHODS",
     "REMOVED_INSTEAD",
     "REMOVED_NOTIFICATIONS",
@@ -101,6 +102,8 @@ def removed_method_error(method: str, version: str | None) -> str:
 
 #: Methods only the modern era has.
 MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
+#: Notifications only the modern era has (server to client).
+MODERN_ONLY_NOTIFICATIONS = frozenset({"notifications/subscriptions/acknowledged"})
 #: The requests a server may answer with ``InputRequiredResult`` (MRTR, SEP-2322).
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 #: Results that carry ``ttlMs`` and ``cacheScope`` (SEP-2549).

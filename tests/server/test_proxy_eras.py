@@ -251,3 +251,44 @@ async def test_an_unreachable_server_behind_is_an_error_for_each_2026_request(
                 await client.call_tool("add", {"a": 1, "b": 2})
             assert info.value.code == -32603
             assert "cannot reach the proxied server" in info.value.message
+
+
+async def test_a_handshake_server_s_list_changes_reach_the_proxy_s_2026_listeners() -> None:
+    from mcpactor import Server
+    from mcpactor.testing import open_client
+
+    upstream = Server("changing")
+
+    @upstream.tool
+    async def first() -> str:
+        return "1"
+
+    proxy = Server.as_proxy(upstream, mode="legacy")
+    heard: list[str] = []
+    acknowledged, changed = trio.Event(), trio.Event()
+
+    def notified(event: Any) -> None:
+        heard.append(event.method)
+        if event.method == "notifications/subscriptions/acknowledged":
+            acknowledged.set()
+        elif event.method == "notifications/tools/list_changed":
+            changed.set()
+
+    with trio.fail_after(10):
+        async with open_client(proxy, mode="2026-07-28",
+                               handlers=ClientHandlers(on_notification=notified)) as client:
+            assert [x.name for x in await client.list_all_tools()] == ["first"]
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(lambda: client.request(
+                    "subscriptions/listen", {"notifications": {"toolsListChanged": True}}))
+                await acknowledged.wait()
+
+                @upstream.tool
+                async def second() -> str:
+                    return "2"
+
+                await upstream.notify_tools_list_changed()
+                await changed.wait()
+                nursery.cancel_scope.cancel()
+            assert [x.name for x in await client.list_all_tools()] == ["first", "second"]
+    assert heard.count("notifications/tools/list_changed") == 1
