@@ -8,7 +8,6 @@ from mcpactor import (
     Client,
     ClientHandlers,
     Context,
-    LocalProtocolError,
     RequestError,
     ResourceNotFound,
     Server,
@@ -74,26 +73,28 @@ async def demo(client: Client) -> None:
         assert exc.data == {"uri": "notes://note/99"}
         assert exc.code == (-32602 if client.stateless else -32002)
 
-    if client.stateless:
-        # 2026-07-28 has no resources/subscribe: the client says what to do instead.
-        try:
-            await client.subscribe("notes://note/2")
-            raise AssertionError("expected an error")
-        except LocalProtocolError as exc:
-            assert 'mode="legacy"' in exc.message and "subscriptions/listen" in exc.message
-    else:
-        await client.subscribe("notes://note/2")
-    await client.call_tool("edit", {"note_id": "2", "text": "call Ada at 5"})
+    # Updates about a resource while the block runs (subscriptions/listen in 2026-07-28,
+    # resources/subscribe in a handshake session); they reach on_resource_updated.
+    async with client.listen(resource_uris=["notes://note/2"]) as agreed:
+        assert agreed["resourceSubscriptions"] == ["notes://note/2"]
+        await client.call_tool("edit", {"note_id": "2", "text": "call Ada at 5"})
 
 
-async def demo_updates() -> list[str]:
+async def demo_updates(mode: str) -> list[str]:
     """The same, watching for resources/updated (used by the docs tests)."""
     from mcpactor.testing import open_client
 
     seen: list[str] = []
-    handlers = ClientHandlers(on_resource_updated=lambda params: seen.append(params.uri))
-    async with open_client(server, handlers=handlers) as client:
-        await client.subscribe("notes://note/1")
-        await client.call_tool("edit", {"note_id": "1", "text": "buy oat milk"})
-        await trio.sleep(0.05)
+    arrived = trio.Event()
+
+    def updated(params: t.ResourceUpdatedNotificationParams) -> None:
+        seen.append(params.uri)
+        arrived.set()
+
+    handlers = ClientHandlers(on_resource_updated=updated)
+    async with open_client(server, handlers=handlers, mode=mode) as client:
+        async with client.listen(resource_uris=["notes://note/1"]):
+            await client.call_tool("edit", {"note_id": "1", "text": "buy oat milk"})
+            with trio.fail_after(5):
+                await arrived.wait()
     return seen

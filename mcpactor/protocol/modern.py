@@ -72,8 +72,10 @@ REMOVED_INSTEAD: dict[str, str] = {
                         "(io.modelcontextprotocol/logLevel; Client.set_logging_level() "
                         "does that in this revision)",
     "resources/subscribe": "open subscriptions/listen with resourceSubscriptions for the "
-                           "URIs to hear about",
-    "resources/unsubscribe": "end the subscriptions/listen request that lists the URI",
+                           "URIs to hear about (Client.listen(resource_uris=...), in "
+                           "either revision)",
+    "resources/unsubscribe": "end the subscriptions/listen request that lists the URI "
+                             "(leave the Client.listen() block)",
     "notifications/roots/list_changed": "nothing to tell: a server asks for the roots in "
                                         "each request that needs them",
     "notifications/initialized": "there is no handshake",

@@ -80,9 +80,10 @@ async def test_an_example_server_and_its_client(name: str, mode: str) -> None:
     await _demo_over_stdio(name, mode=mode)
 
 
-async def test_resource_updates_reach_subscribers() -> None:
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_resource_updates_reach_listeners(mode: str) -> None:
     module = _load("resources_example.py")
-    assert await module.demo_updates() == ["notes://note/1"]
+    assert await module.demo_updates(mode) == ["notes://note/1"]
 
 
 async def test_a_mounted_server_is_live() -> None:
