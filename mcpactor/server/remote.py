@@ -110,7 +110,8 @@ class _Upstream:
     """One connection to the remote server: a client session's own (``session``), or
     one serving 2026-07-28 requests of the proxy's clients."""
 
-    __slots__ = ("calls", "caps", "client", "done", "error", "ready", "session")
+    __slots__ = ("calls", "caps", "client", "done", "error", "listened", "listener", "ready",
+                 "session")
 
     def __init__(self, session: Session | None, caps: frozenset[str]) -> None:
         #: The client session it belongs to; None for one serving 2026-07-28 requests.
@@ -125,6 +126,10 @@ class _Upstream:
         self.done = trio.Event()
         self.client: Client | None = None
         self.error: BaseException | None = None
+        #: A handshake client session's resource subscriptions, when the remote server
+        #: speaks 2026-07-28: heard through one ``subscriptions/listen`` upstream.
+        self.listened: frozenset[str] = frozenset()
+        self.listener: trio.CancelScope | None = None
 
     def lone_call(self) -> _Call | None:
         """The one request in flight on it (None: none, or several)."""
@@ -451,6 +456,14 @@ class RemoteServer:
             uri = (params or {}).get("uri")
             if isinstance(uri, str):
                 params = {**params, "uri": prefix_uri(self.prefix, uri)}
+            meta = params.get("_meta") if params else None
+            if isinstance(meta, dict) and modern.META_SUBSCRIPTION_ID in meta:
+                # Heard on our upstream listen: the tag names that listen, not one of
+                # the client's.
+                meta = {k: v for k, v in meta.items() if k != modern.META_SUBSCRIPTION_ID}
+                params = {k: v for k, v in params.items() if k != "_meta"}
+                if meta:
+                    params["_meta"] = meta
         elif method not in ("notifications/tools/list_changed",
                             "notifications/prompts/list_changed",
                             "notifications/resources/list_changed"):
@@ -487,10 +500,8 @@ class RemoteServer:
             assert client is not None
             if method in ("resources/subscribe", "resources/unsubscribe") \
                     and _speaks_modern(client):
-                raise MethodNotFound(
-                    f"Method not found: {method} (the proxied server {self.label} speaks "
-                    "2026-07-28, whose resource updates come on subscriptions/listen, "
-                    "which this proxy does not pass on)")
+                await self._relisten(up, client, method, params.uri)
+                return {}
             params = self._outgoing(rc, client, params)
             on_progress = None
             if rc.progress_token is not None:
@@ -540,6 +551,28 @@ class RemoteServer:
             finally:
                 _CALL.reset(token)
                 up.calls.remove(call)
+
+    async def _relisten(self, up: _Upstream, client: Client, method: str, uri: str) -> None:
+        """A handshake client's subscription to a 2026-07-28 remote server's resource:
+        the upstream listen for the session's URIs, opened anew for the new set (the new
+        one acknowledged before the old one ends, so no update falls between)."""
+        uris = up.listened | {uri} if method == "resources/subscribe" else up.listened - {uri}
+        if uris == up.listened:
+            return
+        old = up.listener
+        up.listener = None
+        if uris:
+            nursery = self._nursery
+            assert nursery is not None  # a lease was granted: the lifespan runs
+            track, call = TRACK.set(None), _CALL.set(None)
+            try:
+                up.listener = await nursery.start(_listen_upstream, client, sorted(uris))
+            finally:
+                _CALL.reset(call)
+                TRACK.reset(track)
+        up.listened = uris
+        if old is not None:
+            old.cancel()
 
     @staticmethod
     def _outgoing(rc: RequestContext, client: Client, params: Any) -> Any:
@@ -610,6 +643,16 @@ class RemoteServer:
     def find_tool(self, inner: str) -> None:
         """No registration here: the remote server checks its own callers."""
         return None
+
+
+async def _listen_upstream(client: Client, uris: list[str], *,
+                           task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+    """Hold a ``subscriptions/listen`` for ``uris`` on ``client`` until cancelled or the
+    upstream session ends (its updates reach the proxy's handlers meanwhile)."""
+    with trio.CancelScope() as scope:
+        async with client.listen(resource_uris=uris):
+            task_status.started(scope)
+            await client.session.closed.wait()
 
 
 def _unstamped(result: Any) -> Any:

@@ -94,6 +94,24 @@ async def _exercise(client: Any, down: str, up: str, asked: list[str]) -> None:
     tools = {tool.name for tool in await client.list_all_tools()}
     assert {"add", "ask", "survey", "where", "era"} <= tools
 
+    # Resource updates from the server behind (a subscription, or a listen upstream).
+    updated = trio.Event()
+    heard: list[Any] = []
+
+    def on_updated(params: Any) -> None:
+        heard.append(params)
+        updated.set()
+
+    client.session.handler.h.on_resource_updated = on_updated
+    if down == "legacy":
+        await client.subscribe("file:///readme")
+        await client.call_tool("touch", {"uri": "file:///other"})
+        await client.call_tool("touch", {"uri": "file:///readme"})
+        with trio.fail_after(10):
+            await updated.wait()
+        assert [(p.uri, p.meta) for p in heard] == [("file:///readme", None)]
+        await client.unsubscribe("file:///readme")
+
 
 def _front(tmp_path: Path, target: str | list[str], up: str) -> str:
     front = tmp_path / "front.py"

@@ -66,6 +66,13 @@ async def era(ctx: Context) -> str:
 
 
 @server.tool
+async def touch(uri: str, ctx: Context) -> str:
+    """Tells whoever listens that a resource changed."""
+    await ctx.notify_resource_updated(uri)
+    return "touched"
+
+
+@server.tool
 async def crash() -> str:
     """Ends the server's process at once (a crash, as the proxy sees it)."""
     import os
