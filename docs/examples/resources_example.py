@@ -4,7 +4,14 @@ from typing import Any
 
 import trio
 
-from mcpactor import Client, ClientHandlers, Context, RequestError, ResourceNotFound, Server
+from mcpactor import (
+    Client,
+    ClientHandlers,
+    Context,
+    RequestError,
+    ResourceNotFound,
+    Server,
+)
 from mcpactor.protocol import types as t
 
 server = Server("resources-example", version="1.0.0")
@@ -45,10 +52,6 @@ async def edit(note_id: str, text: str, ctx: Context) -> str:
     return "saved"
 
 
-#: The demo subscribes and pings: handshake-era requests (2026-07-28 removed them in
-#: favour of ``subscriptions/listen``), so its client connects in the legacy mode.
-CLIENT_MODE = "legacy"
-
 async def demo(client: Client) -> None:
     assert [r.uri for r in await client.list_all_resources()] == [
         "notes://readme", "notes://index", "notes://logo"]
@@ -68,20 +71,30 @@ async def demo(client: Client) -> None:
         raise AssertionError("expected an error")
     except RequestError as exc:
         assert exc.data == {"uri": "notes://note/99"}
+        assert exc.code == (-32602 if client.stateless else -32002)
 
-    await client.subscribe("notes://note/2")
-    await client.call_tool("edit", {"note_id": "2", "text": "call Ada at 5"})
-    await client.ping()
+    # Updates about a resource while the block runs (subscriptions/listen in 2026-07-28,
+    # resources/subscribe in a handshake session); they reach on_resource_updated.
+    async with client.listen(resource_uris=["notes://note/2"]) as agreed:
+        assert agreed["resourceSubscriptions"] == ["notes://note/2"]
+        await client.call_tool("edit", {"note_id": "2", "text": "call Ada at 5"})
 
 
-async def demo_updates() -> list[str]:
+async def demo_updates(mode: str) -> list[str]:
     """The same, watching for resources/updated (used by the docs tests)."""
     from mcpactor.testing import open_client
 
     seen: list[str] = []
-    handlers = ClientHandlers(on_resource_updated=lambda params: seen.append(params.uri))
-    async with open_client(server, handlers=handlers) as client:
-        await client.subscribe("notes://note/1")
-        await client.call_tool("edit", {"note_id": "1", "text": "buy oat milk"})
-        await trio.sleep(0.05)
+    arrived = trio.Event()
+
+    def updated(params: t.ResourceUpdatedNotificationParams) -> None:
+        seen.append(params.uri)
+        arrived.set()
+
+    handlers = ClientHandlers(on_resource_updated=updated)
+    async with open_client(server, handlers=handlers, mode=mode) as client:
+        async with client.listen(resource_uris=["notes://note/1"]):
+            await client.call_tool("edit", {"note_id": "1", "text": "buy oat milk"})
+            with trio.fail_after(5):
+                await arrived.wait()
     return seen

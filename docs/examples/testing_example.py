@@ -4,6 +4,8 @@ Run: ``pytest docs/examples/testing_example.py`` (in a project: put the
 ``pytest_plugins`` line in the root conftest.py).
 """
 
+from typing import Any
+
 import pytest
 import trio
 import trio.testing
@@ -30,6 +32,12 @@ async def nightly_report(hours: int, ctx: Context) -> str:
 def mcp_server() -> Server:
     """The server the plugin's mcp_client fixture connects to."""
     return server
+
+
+@pytest.fixture(params=["legacy", "2026-07-28"])
+def mcp_client_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Every test of mcp_client twice: in a handshake session, and in 2026-07-28."""
+    return {"mode": request.param}
 
 
 async def test_a_day_of_waiting_takes_no_time(mcp_client: Client,

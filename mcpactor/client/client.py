@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
@@ -34,6 +35,7 @@ from mcpactor.protocol.errors import (
     ConnectionClosed,
     InternalError,
     InvalidResult,
+    LocalProtocolError,
     McpError,
     MethodNotFound,
     RequestError,
@@ -132,6 +134,9 @@ class _ClientHandler:
         if handlers.tasks:
             self.task_runtime = TaskRuntime(
                 handlers.tasks if isinstance(handlers.tasks, TaskOptions) else None)
+        #: The listen being opened (one at a time, see Client.listen): the filter the
+        #: server acknowledged goes in, and the event is set.
+        self.awaiting_ack: tuple[trio.Event, list[dict[str, Any]]] | None = None
 
     async def handle_request(self, rc: RequestContext) -> Any:
         runtime = self.task_runtime
@@ -165,6 +170,12 @@ class _ClientHandler:
             self.output_schemas.clear()
         elif event.method == "notifications/tasks/status":
             self.task_watchers.deliver(event.params)
+        elif event.method == "notifications/subscriptions/acknowledged":
+            waiting = self.awaiting_ack
+            if waiting is not None:
+                agreed = (event.raw_params or {}).get("notifications")
+                waiting[1].append(agreed if isinstance(agreed, dict) else {})
+                waiting[0].set()
         cb = {
             "notifications/message": h.on_log,
             "notifications/tools/list_changed": h.on_tools_changed,
@@ -230,6 +241,7 @@ class Client:
         self.discover_result: dict[str, Any] | None = None
         #: How many ``input_required`` rounds one request may take (2026-07-28).
         self.max_input_rounds = 10
+        self._listen_lock = trio.Lock()
         handler = session.handler
         self._output_schemas: dict[str, dict[str, Any] | None] | None = (
             handler.output_schemas if isinstance(handler, _ClientHandler) else None)
@@ -384,9 +396,28 @@ class Client:
         assert isinstance(out, dict)
         return out
 
+    @property
+    def stateless(self) -> bool:
+        """Whether this client speaks the stateless revision (2026-07-28: no session,
+        per-request ``_meta``) rather than a handshake one."""
+        return self.session.connection.modern_meta is not None
+
     async def ping(self, *, timeout: Timeout | float | None = None) -> None:
-        """Check that the server answers."""
+        """Check that the server answers (a handshake-era request: in 2026-07-28, which
+        removed it, use :meth:`discover`)."""
         await self.request("ping", None, timeout=timeout)
+
+    async def discover(self, *, timeout: Timeout | float | None = None) -> dict[str, Any]:
+        """``server/discover`` (2026-07-28): the server's versions, capabilities and
+        identity; also the way to check that it answers. A handshake session has its
+        answers from ``initialize`` (:attr:`server_capabilities`...) and :meth:`ping`."""
+        if not self.stateless:
+            raise LocalProtocolError(
+                f"server/discover is a 2026-07-28 request and this client speaks "
+                f"{self.protocol_version} (connect with mode=\"auto\" or "
+                f"mode=\"2026-07-28\"); use ping() to check that the server answers")
+        result: dict[str, Any] = await self.request("server/discover", None, timeout=timeout)
+        return result
 
     async def list_tools(self, cursor: str | None = None, **kw: Any) -> t.ListToolsResult:
         """One page of tools (their output schemas are kept to check results with)."""
@@ -557,6 +588,90 @@ class Client:
             params["cursor"] = cursor
         return await self.request("resources/directory/read", params, **kw)
 
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        timeout: float | None = 30.0,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Hear about changes while the block runs: the tool, prompt and resource lists
+        (``tools``, ``prompts``, ``resources``) and the resources at ``resource_uris``.
+        They come to this client's handlers (``on_tools_changed``,
+        ``on_prompts_changed``, ``on_resources_changed``, ``on_resource_updated``,
+        ``on_notification``). Yields what the server agreed to hear about, in the shape
+        of a ``subscriptions/listen`` filter (``toolsListChanged``...,
+        ``resourceSubscriptions``).
+
+        In 2026-07-28 a ``subscriptions/listen`` request stays open for the block (the
+        block starts once the server acknowledged it; ``timeout`` bounds that wait). In
+        a handshake session list changes come anyway, and each URI is subscribed to
+        (``resources/subscribe``) for the block."""
+        caps = self.server_capabilities
+        wanted = {"toolsListChanged": (tools, ("tools",)),
+                  "promptsListChanged": (prompts, ("prompts",)),
+                  "resourcesListChanged": (resources, ("resources",))}
+        if not self.stateless:
+            agreed: dict[str, Any] = {
+                name: True for name, (asked, (feature,)) in wanted.items()
+                if asked and (caps.get(feature) or {}).get("listChanged")}
+            uris = list(resource_uris)
+            for uri in uris:
+                await self.subscribe(uri)
+            if uris:
+                agreed["resourceSubscriptions"] = uris
+            try:
+                yield agreed
+            finally:
+                with trio.CancelScope(shield=True):
+                    for uri in uris:
+                        if not self.session.closed.is_set():
+                            await self.unsubscribe(uri)
+            return
+        handler = self.session.handler
+        if not isinstance(handler, _ClientHandler):
+            raise LocalProtocolError("listen() needs the client's own session handler")
+        notifications: dict[str, Any] = {name: True for name, (asked, _) in wanted.items()
+                                         if asked}
+        if resource_uris:
+            notifications["resourceSubscriptions"] = list(resource_uris)
+        failed: list[BaseException] = []
+        acknowledged = trio.Event()
+        acknowledgement: list[dict[str, Any]] = []
+
+        async def run() -> None:
+            try:
+                await self.request("subscriptions/listen", {"notifications": notifications})
+            except Exception as exc:
+                failed.append(exc)
+            finally:
+                acknowledged.set()
+
+        # A lone exception (the server's refusal, the block's own) leaves as itself.
+        with plain_errors():
+            async with trio.open_nursery() as nursery:
+                # One listen opens at a time: the next acknowledgement is its own.
+                async with self._listen_lock:
+                    handler.awaiting_ack = (acknowledged, acknowledgement)
+                    try:
+                        nursery.start_soon(run)
+                        with trio.fail_after(timeout if timeout is not None else math.inf):
+                            await acknowledged.wait()
+                    finally:
+                        handler.awaiting_ack = None
+                try:
+                    if not acknowledgement:
+                        if failed:
+                            raise failed[0]
+                        raise RequestError("subscriptions/listen ended before the server "
+                                           "acknowledged it", code=INTERNAL_ERROR)
+                    yield acknowledgement[0]
+                finally:
+                    nursery.cancel_scope.cancel()
+
     async def list_prompts(self, cursor: str | None = None, **kw: Any) -> t.ListPromptsResult:
         """One page of prompts."""
         return await self.request("prompts/list", _page(cursor), **kw)
@@ -608,11 +723,21 @@ class Client:
         return await self.request("completion/complete", params, **kw)
 
     async def set_logging_level(self, level: str, **kw: Any) -> None:
-        """The minimum level of log messages the server should send."""
+        """The minimum level of log messages the server should send: ``logging/setLevel``
+        in a handshake session; in 2026-07-28, which removed it, the level every
+        request carries from now on in its ``_meta`` (without one a 2026-07-28 server
+        sends no log messages at all)."""
+        if self.stateless:
+            self.session.connection.set_log_level(level)
+            return
         await self.request("logging/setLevel", {"level": level}, **kw)
 
     async def send_roots_list_changed(self) -> None:
-        """Tell the server the roots changed."""
+        """Tell the server the roots changed. In 2026-07-28 there is nothing to tell (a
+        server asks for the roots in each request that needs them), and nothing is
+        sent."""
+        if self.stateless:
+            return
         await self.session.notify("notifications/roots/list_changed")
 
     async def aclose(self) -> None:

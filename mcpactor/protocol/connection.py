@@ -445,7 +445,8 @@ class Connection:
             return
         spec = METHODS.get(method)
         if spec is None or spec.kind != "notification":
-            if method in self.extra_methods:
+            if method in self.extra_methods or (
+                    self.modern_meta is not None and method in modern.MODERN_ONLY_NOTIFICATIONS):
                 out.append(NotificationReceived(method, raw, raw))
             else:
                 out.append(Dropped(f"unknown notification {method}", msg))
@@ -626,6 +627,19 @@ class Connection:
         }
         self.state = State.OPERATING
 
+    def set_log_level(self, level: str | None) -> None:
+        """Client, stateless era: the minimum level of log messages every request asks
+        for from now on (``_meta`` ``io.modelcontextprotocol/logLevel``; None: none at
+        all, the revision's default)."""
+        if self.modern_meta is None:
+            raise LocalProtocolError("set_log_level is for the stateless era: a handshake "
+                                     "session sends logging/setLevel")
+        modern.check_log_level(level)
+        if level is None:
+            self.modern_meta.pop(modern.META_LOG_LEVEL, None)
+        else:
+            self.modern_meta[modern.META_LOG_LEVEL] = level
+
     def start_initialize(
         self,
         protocol_version: str = versions.LATEST_VERSION,
@@ -701,8 +715,7 @@ class Connection:
             raise LocalProtocolError(reason)
         spec = METHODS.get(method)
         if self.modern_meta is not None and method in modern.REMOVED_REQUESTS:
-            raise LocalProtocolError(
-                f"{method} does not exist in protocol version {self.protocol_version}")
+            raise LocalProtocolError(modern.removed_method_error(method, self.protocol_version))
         if self.modern_meta is None or method not in modern.MODERN_ONLY_METHODS:
             self._outbound_gate(method, spec)
         wire = _to_params(params)
@@ -737,6 +750,8 @@ class Connection:
                 if inbound.cancelled:
                     return None
                 return jsonrpc.encode_notification(method, _to_params(params))
+        if self.modern_meta is not None and method in modern.REMOVED_NOTIFICATIONS:
+            raise LocalProtocolError(modern.removed_method_error(method, self.protocol_version))
         reason = may_send_notification(self.role, self.state, method)
         if reason is not None:
             raise LocalProtocolError(reason)

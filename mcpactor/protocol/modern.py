@@ -31,15 +31,19 @@ __all__ = [
     "META_SERVER_INFO",
     "META_SUBSCRIPTION_ID",
     "MODERN_ONLY_METHODS",
+    "MODERN_ONLY_NOTIFICATIONS",
     "MRTR_METHODS",
+    "REMOVED_INSTEAD",
     "REMOVED_NOTIFICATIONS",
     "REMOVED_REQUESTS",
     "CachePolicy",
     "ModernRequest",
+    "check_log_level",
     "complete_result",
     "discover_result",
     "is_modern_request",
     "read_request_meta",
+    "removed_method_error",
     "supported_list",
 ]
 
@@ -59,8 +63,49 @@ REMOVED_NOTIFICATIONS = frozenset({
     "notifications/initialized", "notifications/roots/list_changed",
     "notifications/elicitation/complete", "notifications/progress",
 })
+#: What a client does instead of each removed method (for the error that refuses one).
+REMOVED_INSTEAD: dict[str, str] = {
+    "initialize": "there is no handshake: server/discover tells the server's versions "
+                  "and capabilities",
+    "ping": "send server/discover (Client.discover()) to check that the server answers",
+    "logging/setLevel": "give the level in each request's _meta "
+                        "(io.modelcontextprotocol/logLevel; Client.set_logging_level() "
+                        "does that in this revision)",
+    "resources/subscribe": "open subscriptions/listen with resourceSubscriptions for the "
+                           "URIs to hear about (Client.listen(resource_uris=...), in "
+                           "either revision)",
+    "resources/unsubscribe": "end the subscriptions/listen request that lists the URI "
+                             "(leave the Client.listen() block)",
+    "notifications/roots/list_changed": "nothing to tell: a server asks for the roots in "
+                                        "each request that needs them",
+    "notifications/initialized": "there is no handshake",
+    "notifications/elicitation/complete": "an elicitation is an input round of the "
+                                          "request that asked for it",
+    "notifications/progress": "servers send no requests whose progress a client reports",
+}
+
+
+def check_log_level(level: str | None) -> None:
+    """A ValueError for a log level MCP does not name."""
+    if level is not None and level not in _LOG_LEVELS:
+        raise ValueError(f"unknown log level {level!r}; use one of debug, info, notice, "
+                         "warning, error, critical, alert, emergency")
+
+
+def removed_method_error(method: str, version: str | None) -> str:
+    """Why a client in the stateless era cannot send ``method``, and what to do instead:
+    connect in the legacy mode, or use the revision's equivalent."""
+    instead = REMOVED_INSTEAD.get(method)
+    fix = f"; or, in {version}: {instead}" if instead else ""
+    return (f"{method} does not exist in protocol version {version}, which this client "
+            f"speaks: connect with mode=\"legacy\" to use it (the handshake revisions "
+            f"have it){fix}")
+
+
 #: Methods only the modern era has.
 MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
+#: Notifications only the modern era has (server to client).
+MODERN_ONLY_NOTIFICATIONS = frozenset({"notifications/subscriptions/acknowledged"})
 #: The requests a server may answer with ``InputRequiredResult`` (MRTR, SEP-2322).
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 #: Results that carry ``ttlMs`` and ``cacheScope`` (SEP-2549).

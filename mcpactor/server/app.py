@@ -713,6 +713,7 @@ class Server(Generic[LifespanT]):
             self._not_while_serving(server.label)
             server.mounted = True
             server.prefix = prefix
+            server.parent = self
             self.mounts.append(server)
             self._lifespan.hooks.append(server.lifespan)
             return

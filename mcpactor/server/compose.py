@@ -101,8 +101,7 @@ def strip_uri(prefix: str | None, uri: str) -> str | None:
 
 def with_request(rc: RequestContext, method: str, params: Any) -> RequestContext:
     """The same request, as the mounted side sees it (its own names)."""
-    return RequestContext(rc.session, rc.id, method, params, rc.raw_params,
-                          rc.progress_token, rc.scope)
+    return rc.derived(method, params)
 
 
 class Mount(Protocol):

@@ -16,6 +16,7 @@ from mcpactor.protocol.errors import (
 )
 from mcpactor.protocol.json_schema import first_error
 from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.protocol.methods import METHODS
 from mcpactor.protocol.mrtr import INPUT_METHODS
 from mcpactor.protocol.versions import V2025_11_25, at_least
 from mcpactor.server.elicitation import ElicitationResult, elicitation_form
@@ -267,6 +268,25 @@ class Context(Generic[LifespanT]):
             raise rounds.need(missing)
         return out
 
+    async def relay(
+        self, method: str, params: Any = None, *, timeout: Timeout | float | None = None,
+        key: str | None = None,
+    ) -> Any:
+        """Ask the client one input request as another server asked it of us (what a
+        proxy does with the sampling, elicitation and roots requests of the server
+        behind it): ``method`` is ``elicitation/create``, ``sampling/createMessage`` or
+        ``roots/list``, ``params`` its params (typed or wire form), passed on as they
+        are. Returns the client's typed result. Like :meth:`elicit`, a request to the
+        client in a handshake session, an input round in 2026-07-28."""
+        capability = INPUT_METHODS.get(method)
+        if capability is None:
+            raise ValueError(f"{method!r} is not an input request; use one of "
+                             f"{', '.join(INPUT_METHODS)}")
+        self._require(capability, method)
+        spec = METHODS[method]
+        wire = params if params is None or isinstance(params, dict) else to_wire(params)
+        return await self._input(key, capability, method, wire, spec.result_cls, timeout)
+
     async def sample(
         self,
         messages: str | list[t.SamplingMessage] | list[dict[str, Any]],
@@ -423,11 +443,14 @@ class Context(Generic[LifespanT]):
         elicitation_id: str,
         *,
         timeout: Timeout | float | None = None,
+        key: str | None = None,
     ) -> t.ElicitResult:
-        """Send the user to a URL (URL-mode elicitation, 2025-11-25)."""
+        """Send the user to a URL (URL-mode elicitation, 2025-11-25; an input round in
+        2026-07-28, ``key`` as in :meth:`elicit`)."""
         self._require("elicitation", "URL elicitation")
         params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
-        result = await self._rc.request("elicitation/create", params, timeout=timeout)
+        result = await self._input(key, "elicitation", "elicitation/create", params,
+                                   t.ElicitResult, timeout)
         assert isinstance(result, t.ElicitResult)
         return result
 
@@ -459,7 +482,6 @@ class Context(Generic[LifespanT]):
         raises :class:`~mcpactor.ResourceNotFound`."""
         from mcpactor.server.handler import ServerHandler
 
-        rc = RequestContext(self._rc.session, self._rc.id, "resources/read",
-                            t.ReadResourceRequestParams(uri=uri), None, None, self._rc.scope)
+        rc = self._rc.derived("resources/read", t.ReadResourceRequestParams(uri=uri))
         result = await ServerHandler(self.server).read_resource(rc)
         return list(result.contents)

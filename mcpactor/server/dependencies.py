@@ -7,7 +7,12 @@ resource, resource template or prompt: the parameter is left out of the input sc
 A dependency is a function (``def`` or ``async def``) or a generator (sync or async)
 that yields once: the code after its ``yield`` runs when the request is done, whether
 the handler returned or raised (the exception is thrown in at the ``yield``, as
-:func:`contextlib.contextmanager` does), in the reverse order of setting up. Its own
+:func:`contextlib.contextmanager` does), in the reverse order of setting up. In
+2026-07-28 a handler runs again for each input round (``ctx.elicit``, ``ctx.sample``,
+``ctx.list_roots`` with no answer yet end the run, and the client's retry starts it
+over): its dependencies run again each time, and a round's end is thrown in as
+:class:`~mcpactor.protocol.mrtr.InputRequired`, the run being unfinished (roll back;
+a dependency cannot swallow it). Its own
 parameters are filled the same way: another ``Depends(...)``, a ``Context`` (typed
 ``Context[State]`` for the lifespan's state), or an argument of the handler by name
 (a tool's validated argument, a template's URI variable, a prompt's converted
@@ -29,6 +34,8 @@ import typing
 from collections.abc import Callable
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any
+
+from mcpactor.protocol.mrtr import InputRequired
 
 __all__ = ["Dependency", "DependencyPlan", "Depends", "plan_dependencies"]
 
@@ -188,9 +195,11 @@ async def _run(step: _Step, stack: AsyncExitStack, arguments: dict[str, Any],
             call[pname] = await _run(what, stack, arguments, cache, ctx)
     kind = step.kind
     if kind == "asyncgen":
-        value = await stack.enter_async_context(asynccontextmanager(dep.fn)(**call))
+        value = await stack.enter_async_context(
+            _KeepsRounds(asynccontextmanager(dep.fn)(**call)))
     elif kind == "gen":
-        value = stack.enter_context(contextmanager(dep.fn)(**call))
+        value = await stack.enter_async_context(
+            _KeepsRounds(contextmanager(dep.fn)(**call)))
     elif kind == "async":
         value = await dep.fn(**call)
     else:
@@ -198,6 +207,29 @@ async def _run(step: _Step, stack: AsyncExitStack, arguments: dict[str, Any],
     if dep.use_cache:
         cache[dep.fn] = value
     return value
+
+
+class _KeepsRounds:
+    """A generator dependency as the exit stack holds it: the code after its ``yield``
+    runs as :mod:`contextlib` runs it, except that it cannot swallow a 2026-07-28 input
+    round (``InputRequired``): the run ends asking the client whatever a dependency
+    does with the exception (the ones set up before it see it too)."""
+
+    __slots__ = ("cm",)
+
+    def __init__(self, cm: Any) -> None:
+        self.cm = cm
+
+    async def __aenter__(self) -> Any:
+        enter = self.cm.__aenter__ if hasattr(self.cm, "__aenter__") else None
+        return await enter() if enter is not None else self.cm.__enter__()
+
+    async def __aexit__(self, typ: Any, exc: Any, tb: Any) -> bool:
+        if hasattr(self.cm, "__aexit__"):
+            suppressed = await self.cm.__aexit__(typ, exc, tb)
+        else:
+            suppressed = self.cm.__exit__(typ, exc, tb)
+        return bool(suppressed) and not isinstance(exc, InputRequired)
 
 
 def plan_dependencies(fn: Callable[..., Any], what: str) -> DependencyPlan | None:

@@ -108,41 +108,48 @@ class ServerHandler:
 
     async def handle_request(self, rc: RequestContext) -> Any:
         """Answer one request: through the server's middleware (if any) to its route."""
-        if self.server.middleware:
-            from mcpactor.server.middleware import request_through
-
-            return await request_through(self.server, rc, self.route)
+        if self.server.middleware or rc.modern is not None:
+            return await self._through(rc)
         # A legacy request's route inline (as in route()): one call frame less on every
         # request.
         route = self._routes.get(rc.method)
-        if route is not None and rc.modern is None:
+        if route is not None:
             return await route(rc)
         return await self.route(rc)
+
+    async def _through(self, rc: RequestContext) -> Any:
+        """The general path: a 2026-07-28 request's input rounds around the middleware
+        chain around the route. The rounds are opened (``inputResponses`` and the signed
+        ``requestState`` read) before the middleware runs, and a handler's
+        ``InputRequired`` goes out through the middleware (each round is a request of its
+        own, which the middleware sees) to be answered here as ``InputRequiredResult``.
+        A mounted server's handling of a parent's request finds the rounds open and
+        leaves the answering to the parent."""
+        opens = rc.modern is not None and rc.state is None
+        if opens:
+            open_rounds(rc, self.server)
+        try:
+            if self.server.middleware:
+                from mcpactor.server.middleware import request_through
+
+                return await request_through(self.server, rc, self.route)
+            return await self.route(rc)
+        except InputRequired as need:
+            if not opens:
+                raise
+            if rc.state is None:
+                raise InternalError("input was asked for outside an input round") from None
+            return finish_rounds(rc, self.server, need)
 
     async def route(self, rc: RequestContext) -> Any:
         """Route one request to its implementation."""
         route = self._routes.get(rc.method)
         if route is not None:
-            if rc.modern is None:
-                return await route(rc)
-            return await self._modern(rc, route)
+            return await route(rc)
         custom = self.server.custom_methods.get(rc.method)
         if custom is not None:
             return await custom(rc.params, Context(rc, self.server))
         raise MethodNotFound(f"Method not found: {rc.method}")
-
-    async def _modern(
-        self, rc: RequestContext, route: Callable[[RequestContext], Awaitable[Any]]
-    ) -> Any:
-        """A stateless request: its input rounds read before, and an ``InputRequired``
-        from the handler answered as ``InputRequiredResult`` (MRTR methods only)."""
-        open_rounds(rc, self.server)
-        try:
-            return await route(rc)
-        except InputRequired as need:
-            if rc.state is None:
-                raise InternalError("input was asked for outside an input round") from None
-            return finish_rounds(rc, self.server, need)
 
     async def listen(self, rc: RequestContext) -> Any:
         """``subscriptions/listen`` (2026-07-28 only)."""

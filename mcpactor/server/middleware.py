@@ -18,6 +18,18 @@ and progress are answered by the protocol core before any application code runs.
 Results reach middleware typed (``tools/call`` as a
 :class:`~mcpactor.protocol.types.CallToolResult`); a server without middleware pays
 nothing for any of this.
+
+In 2026-07-28 (no session): ``server/discover`` is answered by the protocol core;
+every other request goes through the middleware, ``subscriptions/listen`` too (its
+``call_next`` returns when the stream ends). ``ctx.session`` is then the transport's
+(the stdio pipe's; over HTTP, one per request), so key per-client state on
+``ctx.auth`` rather than on it. A handler that asks the client for input the request
+did not bring (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``) ends this run:
+``call_next`` raises :class:`~mcpactor.protocol.mrtr.InputRequired` (an ``McpError``;
+let it through), answered after the whole chain as the ``InputRequiredResult``. The
+client's retry is a request of its own, with a new id, and runs the chain and the
+handler again from the start: middleware runs once per round (``ctx.is_retry`` tells
+a retry), as the handler does.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ import trio
 from mcpactor.protocol import types as t
 from mcpactor.protocol.errors import SERVER_BUSY, McpError
 from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.protocol.mrtr import InputRequired
 from mcpactor.session.state import SessionAuth
 
 if TYPE_CHECKING:
@@ -63,7 +76,8 @@ class MiddlewareContext(Generic[P]):
     method: str
     #: The typed params (``CallToolRequestParams`` for ``tools/call``, ...).
     params: P
-    #: The session the message arrived on.
+    #: The session the message arrived on (for a 2026-07-28 request, the transport's:
+    #: see the module).
     session: Session
     #: The server handling it (a mounted server's own middleware sees that server).
     server: Server[Any]
@@ -104,8 +118,28 @@ class MiddlewareContext(Generic[P]):
 
     @property
     def client_info(self) -> dict[str, Any]:
-        """The client's ``clientInfo``."""
+        """The client's ``clientInfo`` (from ``initialize``, or a 2026-07-28 request's
+        ``_meta``)."""
+        if self.request is not None and self.request.modern is not None:
+            return self.request.modern.client_info or {}
         return self.session.connection.peer_info or {}
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The revision the message speaks: the session's, or a 2026-07-28 request's
+        own."""
+        if self.request is not None:
+            return self.request.protocol_version
+        return self.session.connection.protocol_version
+
+    @property
+    def is_retry(self) -> bool:
+        """Whether this request is a 2026-07-28 retry bringing the client's answers to
+        an input round (``inputResponses``/``requestState``): the handler runs again
+        from the start, and middleware runs again around it."""
+        raw = self.raw_params
+        return self.request is not None and self.request.modern is not None and \
+            raw is not None and ("inputResponses" in raw or "requestState" in raw)
 
     def replace(self, **changes: Any) -> MiddlewareContext[P]:
         """A copy with ``changes`` (``params=...``): pass it to ``call_next``."""
@@ -241,6 +275,10 @@ class LoggingMiddleware(Middleware):
                         f" (id {ctx.request_id})" if ctx.is_request else "")
         try:
             result = await call_next(ctx)
+        except InputRequired as need:
+            self.logger.log(self.level, "session %s ← %s input required: %s", ctx.session.id,
+                            what, ", ".join(need.requests))
+            raise
         except McpError as exc:
             self.logger.log(self.level, "session %s ← %s error %s: %s", ctx.session.id, what,
                             exc.code, exc.message)
@@ -289,7 +327,12 @@ class RateLimit(Middleware):
     default; ``lambda ctx: None`` shares one, ``lambda ctx: ctx.auth and
     ctx.auth.subject`` limits per user. ``methods`` limits only those methods (default:
     every request; notifications are never limited). Time is Trio's clock, so tests on
-    a mock clock and replays see the same refusals."""
+    a mock clock and replays see the same refusals.
+
+    A 2026-07-28 request has no session (over HTTP each is a session of its own): by
+    default such requests share a bucket per authenticated principal (``ctx.auth``),
+    else one bucket. Each input round's retry is a request of its own and takes a
+    token (the handler runs again)."""
 
     def __init__(
         self,
@@ -305,7 +348,7 @@ class RateLimit(Middleware):
         self.burst = float(burst if burst is not None else max(1, math.ceil(rate)))
         if self.burst < 1:
             raise ValueError("RateLimit(burst=...) must be at least 1")
-        self.key = key or (lambda ctx: ctx.session.id)
+        self.key = key or _default_key
         self.methods = frozenset(methods) if methods is not None else None
         self._buckets: dict[Hashable, tuple[float, float]] = {}
         self._prune_at = 1024
@@ -334,6 +377,17 @@ class RateLimit(Middleware):
         self._prune_at = max(1024, 2 * len(self._buckets))
 
 
+def _default_key(ctx: MiddlewareContext[Any]) -> Hashable:
+    """RateLimit's bucket: the session's; for a 2026-07-28 request (no session), the
+    principal's, else the one of every such request."""
+    request = ctx.request
+    if request is None or request.modern is None:
+        return ctx.session.id
+    token = ctx.auth
+    subject = getattr(token, "subject", None)
+    return ("principal", subject) if subject else ("stateless",)
+
+
 # -- the server's side: a message through the chain ------------------------------------
 
 
@@ -354,12 +408,10 @@ async def request_through(server: Server[Any], rc: RequestContext,
                           route: Callable[[RequestContext], Awaitable[Any]]) -> Any:
     """Answer ``rc`` through ``server``'s middleware, then ``route``."""
     from mcpactor.server.handler import ToolError
-    from mcpactor.session.context import RequestContext
 
     async def inner(ctx: MiddlewareContext[Any]) -> Any:
-        request = rc if ctx.params is rc.params and ctx.method == rc.method else RequestContext(
-            rc.session, rc.id, ctx.method, ctx.params, rc.raw_params, rc.progress_token,
-            rc.scope)
+        request = rc if ctx.params is rc.params and ctx.method == rc.method else rc.derived(
+            ctx.method, ctx.params)
         return _typed(ctx.method, await route(request))
 
     ctx: MiddlewareContext[Any] = MiddlewareContext(

@@ -45,6 +45,15 @@ class RequestContext:
         #: Per-request state of the layer above (the server's input rounds), or None.
         self.state: Any = None
 
+    def derived(self, method: str, params: Any) -> RequestContext:
+        """The same request under another method or params (a middleware's change, a
+        mounted server's names): the same id, scope, era and per-request state, so
+        that a 2026-07-28 request stays one in its input rounds."""
+        rc = RequestContext(self.session, self.id, method, params, self.raw_params,
+                            self.progress_token, self.scope, self.modern)
+        rc.state = self.state
+        return rc
+
     @property
     def protocol_version(self) -> str | None:
         """The revision this request speaks: its own (stateless era) or the session's."""

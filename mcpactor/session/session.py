@@ -679,6 +679,23 @@ class Session(WriterActor):
             except Exception:
                 log.exception("session %s: notification callback failed", self.id)
 
+    async def settle(self) -> None:
+        """Wait until the callbacks of the notifications received so far have run (a
+        proxy passes a request's log messages on before its answer)."""
+        if self._note_send is None or self.closed.is_set():
+            return
+        done = trio.Event()
+
+        async def mark() -> None:
+            done.set()
+
+        with trio.move_on_after(self.limits.drain_timeout):
+            try:
+                await self._note_send.send(mark)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            await done.wait()
+
     # -- outbound API -----------------------------------------------------------------
 
     async def request(

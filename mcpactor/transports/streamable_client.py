@@ -113,6 +113,9 @@ class StreamableHttpClientTransport(Transport):
         self.protocol_version: str | None = None
         self._in_send, self._in_recv = trio.open_memory_channel[bytes](math.inf)
         self._answered: dict[RequestId, trio.Event] = {}
+        #: Requests we cancelled: their streams are cut at once (no answer comes, and
+        #: in 2026-07-28 closing the stream is what cancels a request).
+        self._cancelled: set[RequestId] = set()
         self._init_request: dict[str, Any] | None = None
         self._init_id: RequestId | None = None
         self._get_started = False
@@ -212,6 +215,7 @@ class StreamableHttpClientTransport(Transport):
             # A cancelled request gets no response: stop waiting (and resuming) for it.
             ev = self._answered.pop(rid, None)
             if ev is not None:
+                self._cancelled.add(rid)
                 ev.set()
         if method == "initialize":
             self._init_request = orjson.loads(data)
@@ -305,6 +309,12 @@ class StreamableHttpClientTransport(Transport):
 
     async def _read_response(self, resp: HttpResponse, ids: list[RequestId]) -> None:
         try:
+            await self._read_response_body(resp, ids)
+        finally:
+            self._cancelled.difference_update(ids)
+
+    async def _read_response_body(self, resp: HttpResponse, ids: list[RequestId]) -> None:
+        try:
             if resp.status >= 400 or resp.status == 202:
                 body = await resp.read()
                 await resp.aclose()
@@ -329,7 +339,7 @@ class StreamableHttpClientTransport(Transport):
         parser = SseParser()
         waits = [self._answered[r] for r in ids if r in self._answered]
         with trio.CancelScope() as scope:
-            self.nursery.start_soon(self._cancel_when_answered, waits, scope)
+            self.nursery.start_soon(self._cancel_when_answered, waits, scope, ids)
             try:
                 await self._consume(resp, parser)
             except (HttpClientError, ValueError):
@@ -348,12 +358,17 @@ class StreamableHttpClientTransport(Transport):
         scope.cancel()
         self._fail(ids, "the SSE stream ended before the response")
 
-    async def _cancel_when_answered(self, waits: list[trio.Event], scope: trio.CancelScope) -> None:
+    async def _cancel_when_answered(self, waits: list[trio.Event], scope: trio.CancelScope,
+                                    ids: list[RequestId]) -> None:
         for ev in waits:
             await ev.wait()
-        # The server normally ends the stream right after the last response; reading to
-        # that end keeps the connection reusable. A stream left open is cut after a grace.
-        await trio.sleep(STREAM_END_GRACE)
+        cancelled = all(rid in self._cancelled for rid in ids)
+        self._cancelled.difference_update(ids)
+        if not cancelled:
+            # The server normally ends the stream right after the last response; reading
+            # to that end keeps the connection reusable. A stream left open is cut after
+            # a grace.
+            await trio.sleep(STREAM_END_GRACE)
         scope.cancel()
 
     async def _consume(self, resp: HttpResponse, parser: SseParser) -> None:

@@ -53,30 +53,37 @@ def _load(name: str) -> ModuleType:
     return module
 
 
-async def _demo_over_stdio(name: str, *extra: str) -> ModuleType:
+#: Each era a client may speak: the mode it connects with, and the version it speaks
+#: then to an mcpactor server.
+ERAS = {"legacy": "2025-11-25", "auto": "2026-07-28"}
+
+
+async def _demo_over_stdio(name: str, *extra: str, mode: str = "auto") -> ModuleType:
     module = _load(name)
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"mode": mode}
     if hasattr(module, "handlers"):
         options["handlers"] = module.handlers
-    if hasattr(module, "CLIENT_MODE"):
-        options["mode"] = module.CLIENT_MODE
     command = [*MCPACTOR, "run", f"{EXAMPLES / name}:server", *extra]
     async with connect_stdio(command, **options) as client:
+        assert client.protocol_version == ERAS[mode]
         await module.demo(client)
     return module
 
 
+@pytest.mark.parametrize("mode", sorted(ERAS))
 @pytest.mark.parametrize("name", ["tools_example.py", "resources_example.py",
                                   "prompts_example.py", "context_example.py",
                                   "lifespan_example.py", "middleware_example.py",
                                   "composition_example.py"])
-async def test_an_example_server_and_its_client(name: str) -> None:
-    await _demo_over_stdio(name)
+async def test_an_example_server_and_its_client(name: str, mode: str) -> None:
+    """Every example, its client speaking a handshake revision and 2026-07-28."""
+    await _demo_over_stdio(name, mode=mode)
 
 
-async def test_resource_updates_reach_subscribers() -> None:
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_resource_updates_reach_listeners(mode: str) -> None:
     module = _load("resources_example.py")
-    assert await module.demo_updates() == ["notes://note/1"]
+    assert await module.demo_updates(mode) == ["notes://note/1"]
 
 
 async def test_a_mounted_server_is_live() -> None:
@@ -93,12 +100,13 @@ def test_the_testing_example_runs_under_pytest(tmp_path: Path) -> None:
          "-p", "no:cacheprovider", str(EXAMPLES / "testing_example.py")],
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 passed" in done.stdout
+    assert "3 passed" in done.stdout  # the mcp_client test in both eras
 
 
-async def test_the_tracing_example_records_and_replays(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", sorted(ERAS))
+async def test_the_tracing_example_records_and_replays(tmp_path: Path, mode: str) -> None:
     trace = tmp_path / "bank.jsonl"
-    await _demo_over_stdio("tracing_example.py", "--trace", str(trace))
+    await _demo_over_stdio("tracing_example.py", "--trace", str(trace), mode=mode)
     fixed = f"{EXAMPLES / 'tracing_example.py'}:fixed"
     for argv, status in ((["replay", str(trace)], 0), (["trace", "show", str(trace)], 0),
                          (["replay", str(trace), "--server", fixed], 1)):
@@ -140,15 +148,18 @@ async def _wait_healthy(base: str, proc: trio.Process) -> None:
         await pool.aclose()
 
 
-async def _serve_and_stop(command: list[str], port: int, log: Path, **options: Any) -> int:
-    """Start ``command``, wait for /health, run the example's client against it, stop it
-    with SIGTERM; its exit status (its stderr is in ``log``)."""
+async def _serve_and_stop(command: list[str], port: int, log: Path, mode: str = "auto",
+                          **options: Any) -> int:
+    """Start ``command``, wait for /health, run the example's client (connected in
+    ``mode``) against it, stop it with SIGTERM; its exit status (its stderr is in
+    ``log``)."""
     with log.open("wb") as err:
         proc = await trio.lowlevel.open_process(command, stderr=err, **options)
         try:
             await _wait_healthy(f"http://127.0.0.1:{port}", proc)
             module = _load("deployment_example.py")
-            async with connect_http(f"http://127.0.0.1:{port}/mcp") as client:
+            async with connect_http(f"http://127.0.0.1:{port}/mcp", mode=mode) as client:
+                assert client.protocol_version == ERAS[mode]
                 await module.demo(client)
             proc.send_signal(signal.SIGTERM)
             with trio.fail_after(30):
@@ -159,12 +170,13 @@ async def _serve_and_stop(command: list[str], port: int, log: Path, **options: A
                 await proc.wait()
 
 
+@pytest.mark.parametrize("mode", sorted(ERAS))
 async def test_the_deployment_example_as_a_program_stops_cleanly_on_sigterm(
-        tmp_path: Path) -> None:
+        tmp_path: Path, mode: str) -> None:
     port = _free_port()
     log = tmp_path / "stderr"
     status = await _serve_and_stop([sys.executable, str(EXAMPLES / "deployment_example.py")],
-                                   port, log, env={**os.environ, "PORT": str(port)})
+                                   port, log, mode, env={**os.environ, "PORT": str(port)})
     assert status == 0, log.read_text()
     assert "deployment-example: stopped" in log.read_text()
 

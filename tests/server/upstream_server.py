@@ -38,6 +38,49 @@ async def ask(ctx: Context) -> str:
 
 
 @server.tool
+async def where(ctx: Context) -> list[str]:
+    """The client's roots."""
+    return [root.uri for root in await ctx.list_roots()]
+
+
+@server.tool
+async def survey(ctx: Context) -> str:
+    """Two questions at once (one input round in 2026-07-28), then a third."""
+    both = await ctx.ask({
+        "name": ("elicitation/create", {
+            "message": "Your name?", "requestedSchema": {
+                "type": "object", "properties": {"name": {"type": "string"}}}}),
+        "model": ("sampling/createMessage", {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Hi"}}],
+            "maxTokens": 5}),
+    })
+    roots = await ctx.list_roots()
+    name = both["name"].get("content", {}).get("name")
+    return f"{name}; {both['model']['content']['text']}; {len(roots)} root(s)"
+
+
+@server.tool
+async def era(ctx: Context) -> str:
+    """The protocol version of the request (the proxy's upstream connection's)."""
+    return ctx.protocol_version or "none"
+
+
+@server.tool
+async def touch(uri: str, ctx: Context) -> str:
+    """Tells whoever listens that a resource changed."""
+    await ctx.notify_resource_updated(uri)
+    return "touched"
+
+
+@server.tool
+async def crash() -> str:
+    """Ends the server's process at once (a crash, as the proxy sees it)."""
+    import os
+
+    os._exit(3)
+
+
+@server.tool
 async def refuse() -> str:
     """Fails with a protocol error of its own."""
     raise McpError("Quota exhausted", code=-32050, data={"retry": False})
