@@ -28,6 +28,7 @@ from mcpactor.protocol import versions
 from mcpactor.protocol.connection import Connection
 from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import (
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     ConnectionClosed,
@@ -37,6 +38,7 @@ from mcpactor.protocol.errors import (
     MethodNotFound,
     RequestError,
 )
+from mcpactor.protocol.headers import invalid_header_annotation
 from mcpactor.protocol.json_schema import first_error
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.protocol.lifecycle import Role
@@ -115,6 +117,9 @@ class _ClientHandler:
         #: Each listed tool's outputSchema (None: it has none), for checking its results;
         #: forgotten when the server says its tools changed.
         self.output_schemas: dict[str, dict[str, Any] | None] = {}
+        #: The transport's ``tool_schemas`` when it mirrors tool arguments into headers
+        #: (Streamable HTTP, SEP-2243); forgotten with the output schemas.
+        self.header_schemas: dict[str, Any] | None = None
 
     async def handle_request(self, rc: RequestContext) -> Any:
         h = self.h
@@ -135,6 +140,8 @@ class _ClientHandler:
         h = self.h
         if event.method == "notifications/tools/list_changed":
             self.output_schemas.clear()
+            if self.header_schemas is not None:
+                self.header_schemas.clear()
         cb = {
             "notifications/message": h.on_log,
             "notifications/tools/list_changed": h.on_tools_changed,
@@ -203,6 +210,11 @@ class Client:
         handler = session.handler
         self._output_schemas: dict[str, dict[str, Any] | None] | None = (
             handler.output_schemas if isinstance(handler, _ClientHandler) else None)
+        #: The transport's schemas for SEP-2243 ``Mcp-Param-*`` headers (HTTP only).
+        self._header_schemas: dict[str, Any] | None = getattr(
+            session.transport, "tool_schemas", None)
+        if isinstance(handler, _ClientHandler):
+            handler.header_schemas = self._header_schemas
 
     # -- negotiated state -------------------------------------------------------------
 
@@ -258,22 +270,32 @@ class Client:
             raise ValueError(f"mode must be 'auto', 'legacy' or one of "
                              f"{', '.join(versions.MODERN_VERSIONS)}, not {mode!r}")
         probe = min(timeout, DISCOVER_TIMEOUT) if timeout is not None else DISCOVER_TIMEOUT
-        rid, data = conn.start_discover(versions.LATEST_MODERN_VERSION)
-        try:
-            result = await self._first_request(rid, "server/discover", data, probe)
-        except McpError as exc:
-            # Only a modern error (-32022 naming no version we speak) is final; anything
-            # else means a handshake server.
-            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
-            if exc.code == UNSUPPORTED_PROTOCOL_VERSION and isinstance(supported, list) \
-                    and not any(versions.is_supported(v) for v in supported):
+        version = versions.LATEST_MODERN_VERSION
+        for attempt in range(2):
+            rid, data = conn.start_discover(version)
+            try:
+                result = await self._first_request(rid, "server/discover", data, probe)
+                break
+            except McpError as exc:
+                supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+                if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(supported, list):
+                    # Any other error means a handshake server.
+                    await self._initialize(protocol_version, timeout)
+                    return
+                # -32022 lists what the server speaks: retry with the best stateless
+                # version we share (once), else handshake if we share an older one.
+                mutual = [v for v in versions.MODERN_VERSIONS if v in supported]
+                if mutual and attempt == 0:
+                    version = mutual[-1]
+                    continue
+                if any(versions.is_supported(v) for v in supported):
+                    await self._initialize(protocol_version, timeout)
+                    return
                 raise
-            await self._initialize(protocol_version, timeout)
-            return
-        except trio.TooSlowError:
-            conn.abandon_request(rid)
-            await self._initialize(protocol_version, timeout)
-            return
+            except trio.TooSlowError:
+                conn.abandon_request(rid)
+                await self._initialize(protocol_version, timeout)
+                return
         offered = result.get("supportedVersions") if isinstance(result, dict) else None
         mutual = [v for v in versions.MODERN_VERSIONS if isinstance(offered, list) and v in offered]
         if not mutual:
@@ -345,11 +367,23 @@ class Client:
     async def list_tools(self, cursor: str | None = None, **kw: Any) -> t.ListToolsResult:
         """One page of tools (their output schemas are kept to check results with)."""
         result: t.ListToolsResult = await self.request("tools/list", _page(cursor), **kw)
+        headers = self._mirrors_headers()
+        if headers is not None:
+            result = _without_invalid_headers(result)
+            for tool in result.tools:
+                headers[tool.name] = tool.input_schema
         schemas = self._output_schemas
         if schemas is not None:
             for tool in result.tools:
                 schemas[tool.name] = tool.output_schema
         return result
+
+    def _mirrors_headers(self) -> dict[str, Any] | None:
+        """The schemas for ``Mcp-Param-*`` headers when this client mirrors tool
+        arguments into them: 2026-07-28 over Streamable HTTP; else None."""
+        if self.session.connection.modern_meta is None:
+            return None
+        return self._header_schemas
 
     async def list_all_tools(self, **kw: Any) -> list[t.Tool]:
         """Every tool, following pagination."""
@@ -385,10 +419,21 @@ class Client:
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
         if meta:
             params["_meta"] = meta
-        result: ToolResult[Any] = await self.request(
-            "tools/call", params, timeout=timeout, on_progress=on_progress,
-            result_cls=ToolResult[Any],
-        )
+        try:
+            result: ToolResult[Any] = await self.request(
+                "tools/call", params, timeout=timeout, on_progress=on_progress,
+                result_cls=ToolResult[Any],
+            )
+        except McpError as exc:
+            # SEP-2243: a server that wants Mcp-Param-* headers we did not send (its
+            # inputSchema changed, or was never listed): list the tools, then once more.
+            if exc.code != HEADER_MISMATCH or self._mirrors_headers() is None:
+                raise
+            await self.list_all_tools(timeout=timeout)
+            result = await self.request(
+                "tools/call", params, timeout=timeout, on_progress=on_progress,
+                result_cls=ToolResult[Any],
+            )
         schemas = self._output_schemas
         schema = schemas.get(name) if validate and schemas is not None else None
         if schema is not None and not result.is_error:
@@ -503,6 +548,19 @@ class Client:
         """End the session."""
         self.session.close("client closed")
         await self.session.closed.wait()
+
+
+def _without_invalid_headers(result: t.ListToolsResult) -> t.ListToolsResult:
+    """SEP-2243: a client over Streamable HTTP leaves out every tool whose
+    ``x-mcp-header`` annotations break the rules (one bad tool must not hide the rest)."""
+    kept = []
+    for tool in result.tools:
+        reason = invalid_header_annotation(tool.input_schema)
+        if reason is None:
+            kept.append(tool)
+        else:
+            log.warning("leaving out the tool %r: %s", tool.name, reason)
+    return result if len(kept) == len(result.tools) else attrs.evolve(result, tools=kept)
 
 
 def _page(cursor: str | None) -> dict[str, Any] | None:

@@ -604,6 +604,9 @@ class Connection:
         caps = server.get("capabilities")
         result_meta = server.get("_meta")
         info = result_meta.get(modern.META_SERVER_INFO) if type(result_meta) is dict else None
+        if info is None:
+            # Some servers put it beside the capabilities, as initialize did.
+            info = server.get("serverInfo")
         instructions = server.get("instructions")
         self.protocol_version = version
         # Pinned without a discover result: the server's capabilities are unknown, so

@@ -69,8 +69,11 @@ def _request_info(data: bytes) -> tuple[list[RequestId], str | None, list[Reques
     return ids, method, cancels
 
 
-def _modern_headers(data: bytes) -> list[tuple[str, str]] | None:
-    """The headers of a stateless (2026-07-28) request, None for any other message."""
+def _modern_headers(
+    data: bytes, tool_schemas: dict[str, Any]
+) -> list[tuple[str, str]] | None:
+    """The headers of a stateless (2026-07-28) request, None for any other message
+    (``tool_schemas``: each listed tool's ``inputSchema``, for ``Mcp-Param-*``)."""
     if data.find(b"io.modelcontextprotocol/protocolVersion") < 0:
         return None
     try:
@@ -84,8 +87,11 @@ def _modern_headers(data: bytes) -> list[tuple[str, str]] | None:
     version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
     if not isinstance(version, str):
         return None
-    return [("mcp-protocol-version", version),
-            *((k.lower(), v) for k, v in request_headers(obj["method"], params).items())]
+    name = params.get("name") if isinstance(params, dict) else None
+    schema = tool_schemas.get(name) if obj["method"] == "tools/call" and isinstance(
+        name, str) else None
+    headers = request_headers(obj["method"], params, schema)
+    return [("mcp-protocol-version", version), *((k.lower(), v) for k, v in headers.items())]
 
 
 class StreamableHttpClientTransport(Transport):
@@ -111,6 +117,10 @@ class StreamableHttpClientTransport(Transport):
         self.open_get_stream = open_get_stream
         self.session_id: str | None = None
         self.protocol_version: str | None = None
+        #: Each listed tool's ``inputSchema`` by name, kept by the client from
+        #: ``tools/list`` in the stateless era: a ``tools/call`` mirrors the arguments
+        #: the schema marks with ``x-mcp-header`` into ``Mcp-Param-*`` (SEP-2243).
+        self.tool_schemas: dict[str, Any] = {}
         self._in_send, self._in_recv = trio.open_memory_channel[bytes](math.inf)
         self._answered: dict[RequestId, trio.Event] = {}
         self._init_request: dict[str, Any] | None = None
@@ -218,7 +228,7 @@ class StreamableHttpClientTransport(Transport):
             self._init_id = ids[0]
         for rid in ids:
             self._answered[rid] = trio.Event()
-        headers = _modern_headers(data) if ids else None
+        headers = _modern_headers(data, self.tool_schemas) if ids else None
         if headers is None:
             headers = [*self._headers(), ("content-type", "application/json")]
         else:
