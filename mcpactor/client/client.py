@@ -21,6 +21,7 @@ from mcpactor.client.handlers import (
     call,
     positional_count,
 )
+from mcpactor.client.listen import ACKNOWLEDGED, Subscription, listen_filter, subscription_of
 from mcpactor.client.results import ToolResult, typed_result
 from mcpactor.protocol import connection as pc
 from mcpactor.protocol import types as t
@@ -31,6 +32,7 @@ from mcpactor.protocol.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    CapabilityNotSupported,
     ConnectionClosed,
     InternalError,
     InvalidResult,
@@ -120,6 +122,8 @@ class _ClientHandler:
         #: The transport's ``tool_schemas`` when it mirrors tool arguments into headers
         #: (Streamable HTTP, SEP-2243); forgotten with the output schemas.
         self.header_schemas: dict[str, Any] | None = None
+        #: Open ``subscriptions/listen`` requests by id (2026-07-28).
+        self.subscriptions: dict[RequestId, Subscription] = {}
 
     async def handle_request(self, rc: RequestContext) -> Any:
         h = self.h
@@ -138,6 +142,14 @@ class _ClientHandler:
 
     async def handle_notification(self, session: Session, event: pc.NotificationReceived) -> None:
         h = self.h
+        sid = subscription_of(event.raw_params) if self.subscriptions else None
+        sub = self.subscriptions.get(sid) if sid is not None else None
+        if sub is not None:
+            # A subscription's own stream: its iterator gets it (and the callbacks below
+            # still see the changes, as they would in a handshake session).
+            sub.deliver(event.method, event.raw_params or {})
+            if event.method == ACKNOWLEDGED:
+                return
         if event.method == "notifications/tools/list_changed":
             self.output_schemas.clear()
             if self.header_schemas is not None:
@@ -359,6 +371,56 @@ class Client:
         out = to_wire(answer) if not isinstance(answer, dict) else answer
         assert isinstance(out, dict)
         return out
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        ack_timeout: float | None = 30.0,
+        backlog: int = 1024,
+    ) -> AsyncIterator[Subscription]:
+        """Listen for the server's change notifications (2026-07-28
+        ``subscriptions/listen``): ``tools``/``prompts``/``resources`` for the list
+        changes, ``resource_uris`` for ``notifications/resources/updated`` about those
+        resources.
+
+        ``async with client.listen(tools=True) as sub: async for note in sub: ...``
+        The block is entered once the server acknowledged (``sub.acknowledged``: the
+        filter it agreed to, which may be less than asked); leaving it cancels the
+        subscription. Several may be open at once. Notifications reach the
+        ``ClientHandlers`` callbacks too. A session in a handshake revision has no
+        listen: :class:`CapabilityNotSupported` (use the callbacks and
+        :meth:`subscribe` there).
+        """
+        conn = self.session.connection
+        if conn.modern_meta is None:
+            raise CapabilityNotSupported(
+                f"subscriptions/listen needs protocol 2026-07-28; this session speaks "
+                f"{conn.protocol_version} (its notifications reach the ClientHandlers "
+                "callbacks; resources/subscribe asks for resource updates)")
+        handler = self.session.handler
+        if not isinstance(handler, _ClientHandler):
+            raise CapabilityNotSupported("this session's handler does not route subscriptions")
+        sub = Subscription(self.session, listen_filter(
+            tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris),
+            backlog)
+
+        def register(rid: RequestId) -> None:
+            handler.subscriptions[rid] = sub
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sub.run, register)
+            try:
+                await sub.wait_acknowledged(ack_timeout)
+                yield sub
+            finally:
+                nursery.cancel_scope.cancel()
+                if sub.id is not None:
+                    handler.subscriptions.pop(sub.id, None)
 
     async def ping(self, *, timeout: Timeout | float | None = None) -> None:
         """Check that the server answers."""

@@ -26,6 +26,7 @@ from mcpactor.protocol.errors import (
     MethodNotFound,
     ParseError,
     RemoteProtocolError,
+    RequestCancelled,
     RequestError,
 )
 from mcpactor.protocol.events import (
@@ -458,6 +459,16 @@ class Connection:
             out.append(Dropped("cancellation without a valid requestId", raw))
             return
         assert rid is not None
+        pending = self._pending.get(rid) if self.role is Role.CLIENT else None
+        if pending is not None and pending.method in modern.MODERN_ONLY_METHODS:
+            # 2026-07-28: a server tears a subscriptions/listen stream down so; the request
+            # is over, answered by no response.
+            del self._pending[rid]
+            reason = raw.get("reason") if raw else None
+            out.append(ErrorReceived(rid, pending.method, RequestCancelled(
+                f"the server ended {pending.method} (id {rid!r})"
+                + (f": {reason}" if type(reason) is str else ""))))
+            return
         inbound = self._inbound.get(rid)
         if inbound is None:
             out.append(Dropped(f"cancellation for unknown or finished request {rid!r}", raw))

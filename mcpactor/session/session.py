@@ -147,6 +147,7 @@ class Session(WriterActor):
         self._root: trio.Nursery | None = None
         self._reader_scope = trio.CancelScope()
         self._eof = False
+        self._on_eof: list[Callable[[], None]] | None = None
         self._idle: trio.Event | None = None
         self._init_writer()
         self.started = trio.Event()
@@ -252,6 +253,22 @@ class Session(WriterActor):
             self._external("close_requested", {"reason": reason})
         self._reader_scope.cancel()
 
+    def when_input_ends(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call ``fn`` (from the reader, without waiting) when the peer's input ends
+        cleanly, so that a handler meant to run until cancelled (a 2026-07-28
+        ``subscriptions/listen``) can finish with an answer instead of being cut at
+        the drain timeout. Returns the function that takes ``fn`` back."""
+        if self._eof:
+            fn()
+        if self._on_eof is None:
+            self._on_eof = []
+        self._on_eof.append(fn)
+
+        def forget() -> None:
+            if self._on_eof is not None and fn in self._on_eof:
+                self._on_eof.remove(fn)
+        return forget
+
     def _external(self, kind: str, data: dict[str, Any]) -> None:
         """Trace something done to this session by code the recording does not follow
         (a signal handler, the HTTP layer), with where in the followed tasks' steps it
@@ -330,6 +347,8 @@ class Session(WriterActor):
                 except trio.EndOfChannel:
                     self._eof = True
                     self.close_reason = self.close_reason or "end of input"
+                    for fn in self._on_eof or ():
+                        fn()
                     if log is not None:
                         self._emit("reader", "transport_closed",
                                    {"yields": task._schedule_points - before})
@@ -667,8 +686,10 @@ class Session(WriterActor):
         on_progress: ProgressCallback | None = None,
         result_cls: Any = None,
         related_request: RequestId | None = None,
+        on_id: Callable[[RequestId], None] | None = None,
     ) -> Any:
-        """Send a request and wait for its result.
+        """Send a request and wait for its result (``on_id`` is told the request's id
+        before it is sent: what the peer's notifications about it will name).
 
         Raises :class:`RequestError`-like :class:`McpError` for an error answer,
         :class:`RequestTimeout` after the timeout (a cancellation is sent), and
@@ -682,6 +703,8 @@ class Session(WriterActor):
         rid, data = self.connection.send_request(
             method, params, want_progress=on_progress is not None, result_cls=result_cls
         )
+        if on_id is not None:
+            on_id(rid)
         now = trio.current_time()
         waiter = Waiter(rid, method, timeout, on_progress, now)
         self.tracker.add(waiter)

@@ -256,7 +256,7 @@ _EXPECTED_METHODS = {
     "prompts/get", "notifications/prompts/list_changed", "completion/complete",
     "logging/setLevel", "notifications/message", "sampling/createMessage",
     "elicitation/create", "notifications/elicitation/complete", "roots/list",
-    "notifications/roots/list_changed",
+    "notifications/roots/list_changed", "notifications/subscriptions/acknowledged",
 }  # fmt: skip
 
 
@@ -267,7 +267,8 @@ def test_method_table_is_complete_and_consistent() -> None:
         assert (spec.kind == "notification") == name.startswith("notifications/")
         assert (spec.result_cls is None) == (spec.kind == "notification")
         assert spec.params_cls is not None
-        assert spec.since in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+        assert spec.since in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25",
+                              "2026-07-28")
     call = methods.request_spec("tools/call")
     assert call is not None and call.params_cls is mt.CallToolRequestParams
     assert methods.request_spec("notifications/progress") is None
