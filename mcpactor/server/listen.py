@@ -12,7 +12,6 @@ listeners whose filter takes it.
 from __future__ import annotations
 
 import logging
-import weakref
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpactor.server")
 
-__all__ = ["ListenHub", "Listener", "end_all_listens", "listen"]
+__all__ = ["ListenHub", "Listener", "listen"]
 
 #: Filter field → (notification it admits, the server capability it needs).
 _FLAGS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -57,35 +56,11 @@ class Listener:
         return method in self.methods
 
 
-#: Every hub of this process, so that a shutdown can end all their streams gracefully.
-_HUBS: weakref.WeakSet[ListenHub] = weakref.WeakSet()
-
-
 class ListenHub:
     """The server's open listen requests."""
 
     def __init__(self) -> None:
         self.listeners: list[Listener] = []
-        #: Set by :meth:`end_all`: a listen that arrives later is answered at once.
-        self.ending = False
-        self._changed = trio.Event()
-        _HUBS.add(self)
-
-    async def end_all(self, timeout: float = 2.0) -> None:
-        """End every open listen gracefully (the server is shutting down): each is
-        answered with its completion result, which closes its stream. Returns when all
-        have answered, or after ``timeout`` seconds."""
-        self.ending = True
-        for listener in list(self.listeners):
-            listener.mailbox.close()
-        with trio.move_on_after(timeout):
-            while self.listeners:
-                self._changed = trio.Event()
-                await self._changed.wait()
-
-    def _forget(self, listener: Listener) -> None:
-        self.listeners.remove(listener)
-        self._changed.set()
 
     def publish(self, method: str, params: dict[str, Any] | None = None) -> int:
         """Queue a change for every listener that takes it; how many took it."""
@@ -140,11 +115,9 @@ async def listen(rc: RequestContext, server: Server) -> dict[str, Any]:
     )
     hub = server.listen_hub
     hub.listeners.append(listener)
-    # The stream ends with an answer (the graceful close) when the server shuts down
-    # (ListenHub.end_all) or the client's input ends (stdio closed).
-    forget = rc.session.when_input_ends(send.close)
-    if hub.ending:
-        send.close()
+    # The stream ends with an answer (the graceful close) when the session winds down:
+    # the server shutting down (Session.close(graceful=True)) or stdin closed.
+    forget = rc.session.when_winding_down(send.close)
     try:
         await rc.notify("notifications/subscriptions/acknowledged",
                         {"_meta": tag, "notifications": agreed})
@@ -153,17 +126,7 @@ async def listen(rc: RequestContext, server: Server) -> dict[str, Any]:
                 await rc.notify(method, {**(params or {}), "_meta": tag})
     finally:
         forget()
-        hub._forget(listener)
+        hub.listeners.remove(listener)
         send.close()
     return {"_meta": tag}
 
-
-async def end_all_listens(timeout: float = 2.0) -> None:
-    """End the open listens of every server in this process gracefully (shutdown)."""
-    hubs = [hub for hub in _HUBS if hub.listeners]
-    if not hubs:
-        return
-    with trio.move_on_after(timeout):
-        async with trio.open_nursery() as nursery:
-            for hub in hubs:
-                nursery.start_soon(hub.end_all, timeout)

@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from mcpactor.server.listen import end_all_listens
 from mcpactor.session.session import live_sessions
 
 __all__ = ["INTERRUPTED", "TERMINATED", "close_all_sessions", "serve_until_signalled"]
@@ -61,12 +60,11 @@ async def serve_until_signalled(serve: Callable[[], Awaitable[None]]) -> int | N
 async def close_all_sessions(reason: str) -> None:
     """Close every session of this Trio run and wait (within their drain budgets) for
     them to end."""
-    # Open subscriptions/listen streams end first, each with its completion result
-    # (2026-07-28's graceful close), while their sessions can still write it.
-    await end_all_listens()
+    # Graceful: an open subscriptions/listen stream ends with its completion result
+    # (2026-07-28), written before its session closes.
     sessions = live_sessions()
     for session in sessions:
-        session.close(reason)
+        session.close(reason, graceful=True)
     budget = max((s.limits.drain_timeout for s in sessions), default=0.0) + _GRACE
     with trio.move_on_after(budget):
         for session in sessions:
