@@ -26,7 +26,7 @@ from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import CapabilityNotSupported
 from mcpactor.protocol.lifecycle import Role, State
 from mcpactor.protocol.modern import CachePolicy
-from mcpactor.protocol.mrtr import RequestStateCodec
+from mcpactor.protocol.mrtr import RequestStateCodec, SpentStates
 from mcpactor.server.content import _CONTENT_TYPES
 from mcpactor.server.context import Context, session_state
 from mcpactor.server.listen import ListenHub
@@ -182,6 +182,7 @@ class Server:
         capabilities: t.ServerCapabilities | Mapping[str, Any] | Iterable[str] | None = None,
         request_state_key: bytes | str | None = None,
         request_state_ttl: float = 600.0,
+        request_state_single_use: bool = False,
         cache: CachePolicy | None = None,
     ) -> None:
         """``capabilities`` declares features up front, beyond what is registered when a
@@ -194,8 +195,12 @@ class Server:
         2026-07-28 (stateless requests): ``request_state_key`` signs the
         ``requestState`` of input rounds (default: ``$MCPACTOR_REQUEST_STATE_KEY``, else
         a random key per process; give every worker of a deployment the same key so any
-        of them can resume a request), valid for ``request_state_ttl`` seconds;
-        ``cache`` is the ``ttlMs``/``cacheScope`` put on list and read results
+        of them can resume a request), valid for ``request_state_ttl`` seconds, bound to
+        the request and the principal; ``request_state_single_use`` takes each state
+        once (a retry that presents it again is -32602), for handlers whose inputs
+        redeem something: held in this process, so with several workers, a deployment
+        that needs it routes a request's rounds to one of them (see
+        ``docs/architecture.md``); ``cache`` is the ``ttlMs``/``cacheScope`` put on list and read results
         (default: 0 ms, private)."""
         self.declared_capabilities = _declared(capabilities)
         self.info = t.Implementation(
@@ -226,6 +231,9 @@ class Server:
         self.request_state_key = request_state_key
         self.request_state_ttl = request_state_ttl
         self.request_state_codec: RequestStateCodec | None = None
+        self.request_state_single_use = request_state_single_use
+        #: The single-use states already taken (see ``server/rounds.py``).
+        self.spent_request_states: SpentStates | None = None
         self.cache_policy = cache or CachePolicy()
         #: Open ``subscriptions/listen`` requests (2026-07-28).
         self.listen_hub = ListenHub()
