@@ -54,8 +54,12 @@ from mcpactor.tracing.tasks import TRACK, Node, current_node
 from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import Transport
 
-#: How long ``mode="auto"`` waits for the ``server/discover`` probe before handshaking.
-DISCOVER_TIMEOUT = 5.0
+#: How long ``mode="auto"`` waits for the ``server/discover`` probe before handshaking,
+#: over a stream transport (stdio), where a server that ignores unknown requests would
+#: otherwise hold the connection up; generous, since that time also covers a slow start
+#: (a Python server importing on a busy machine). Over HTTP every server answers a
+#: request it does not know (400, 404): the probe has the whole ``init_timeout``.
+DISCOVER_TIMEOUT = 10.0
 
 log = logging.getLogger("mcpactor.client")
 
@@ -281,7 +285,8 @@ class Client:
         if mode != "auto":
             raise ValueError(f"mode must be 'auto', 'legacy' or one of "
                              f"{', '.join(versions.MODERN_VERSIONS)}, not {mode!r}")
-        probe = min(timeout, DISCOVER_TIMEOUT) if timeout is not None else DISCOVER_TIMEOUT
+        probe = timeout if self.session.transport.name == "http" else (
+            min(timeout, DISCOVER_TIMEOUT) if timeout is not None else DISCOVER_TIMEOUT)
         version = versions.LATEST_MODERN_VERSION
         for attempt in range(2):
             rid, data = conn.start_discover(version)
