@@ -97,6 +97,20 @@ def _after(signalled: int | None) -> None:
         raise KeyboardInterrupt
 
 
+def _warn_header_annotations(name: str, schema: dict[str, Any]) -> None:
+    """A tool whose ``x-mcp-header`` annotations break SEP-2243 is left out of
+    ``tools/list`` by every 2026-07-28 client over Streamable HTTP: say so when it is
+    registered, not when a user wonders where it went."""
+    from mcpactor.protocol.headers import invalid_header_annotation
+
+    reason = invalid_header_annotation(schema)
+    if reason is not None:
+        log.warning("tool %r: %s; clients over Streamable HTTP will leave it out of "
+                    "tools/list (SEP-2243: x-mcp-header names a header token, once, on a "
+                    "string, integer or boolean property reached through properties)",
+                    name, reason)
+
+
 def _first_line(doc: str | None) -> str | None:
     if not doc:
         return None
@@ -328,6 +342,8 @@ class Server:
                 import attrs as _attrs
 
                 sig = _attrs.evolve(sig, output_schema=out_schema)
+            if input_schema is not None:
+                _warn_header_annotations(tool_name, input_schema)
             tool = t.Tool(
                 name=tool_name,
                 title=title,

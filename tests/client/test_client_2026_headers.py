@@ -174,3 +174,12 @@ async def test_discover_is_retried_at_a_version_the_server_lists(
             assert client.discover_result is not None
             text = (await client.call_tool("test_simple_text", {})).content[0].text
             assert text == "This is a simple text response for testing."
+
+
+def test_the_server_warns_when_it_registers_an_annotation_clients_will_refuse(
+        caplog: Any) -> None:
+    caplog.set_level(logging.WARNING, logger="mcpactor.server")
+    _server()
+    warned = [r.getMessage() for r in caplog.records if r.name == "mcpactor.server"]
+    assert len(warned) == 1  # scored only; lookup's annotations are valid
+    assert "'scored'" in warned[0] and "number" in warned[0] and "SEP-2243" in warned[0]
