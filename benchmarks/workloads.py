@@ -138,10 +138,12 @@ def stdio_setup(target: Target, cfg: Config) -> Measurement:
 # -- Streamable HTTP -------------------------------------------------------------------
 
 
-def _http(target: Target, cfg: Config, key: str, conns: int) -> Measurement:
+def _http(target: Target, cfg: Config, key: str, conns: int, *,
+          stateless: bool = False) -> Measurement:
     host, port, pid = target.http_endpoint(key)
     return http_client.measure(
-        host, port, conns=conns, duration=cfg.duration, warmup=cfg.warmup, server_pid=pid
+        host, port, conns=conns, duration=cfg.duration, warmup=cfg.warmup, server_pid=pid,
+        stateless=stateless,
     )
 
 
@@ -156,6 +158,25 @@ def http_seq(target: Target, cfg: Config) -> Measurement:
 def http_concurrent(target: Target, cfg: Config) -> Measurement:
     """JSON answers on ``cfg.http_conns`` sessions at once, one call in flight each."""
     return _http(target, cfg, "http", cfg.http_conns)
+
+
+#: The servers that speak 2026-07-28 over HTTP (mcp 2.3.0's and fastmcp 4.1.2's on the
+#: same endpoint as their handshake sessions), and the bare h11 ceiling.
+_MODERN_SERVERS = {"mcpactor", "sdk_lowlevel", "sdk_decorator", "fastmcp", "bare_h11_trio"}
+
+
+@workload("http_stateless_seq", transport="http", servers=_MODERN_SERVERS)
+def http_stateless_seq(target: Target, cfg: Config) -> Measurement:
+    """2026-07-28: stateless tools/call (``_meta`` and the version, Mcp-Method and
+    Mcp-Name headers on every POST, no session), JSON answers, one keep-alive
+    connection, one call at a time."""
+    return _http(target, cfg, "http", 1, stateless=True)
+
+
+@workload("http_stateless_concurrent", transport="http", servers=_MODERN_SERVERS)
+def http_stateless_concurrent(target: Target, cfg: Config) -> Measurement:
+    """2026-07-28 stateless calls on ``cfg.http_conns`` connections, one in flight each."""
+    return _http(target, cfg, "http", cfg.http_conns, stateless=True)
 
 
 @workload("http_sse_seq", transport="http_sse")

@@ -29,7 +29,7 @@ from mcpactor.auth import (
     OAuthClient,
 )
 from mcpactor.auth.grants import Grant
-from mcpactor.protocol.types import ElicitRequestParams, ElicitResult
+from mcpactor.protocol.types import ElicitRequestParams, ElicitResult, Root
 
 
 def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
@@ -77,6 +77,97 @@ async def sse_retry(url: str) -> None:
         await client.call_tool("test_reconnection", {})
 
 
+async def _sample(params: Any) -> dict[str, Any]:
+    """Sampling handler: a fixed assistant answer."""
+    return {"role": "assistant", "content": {"type": "text", "text": "sampled"},
+            "model": "conformance-model", "stopReason": "endTurn"}
+
+
+def _every_handler() -> ClientHandlers:
+    """Handlers for everything a server may ask: the client declares every capability."""
+    return ClientHandlers(sampling=_sample, elicitation=accept_with_defaults,
+                          roots=[Root(uri="file:///tmp", name="tmp")])
+
+
+async def request_metadata(url: str) -> None:
+    """2026-07-28: every request carries its ``_meta`` and version header; the server
+    refuses the first one with -32022 and the client retries with a version it lists."""
+    async with connect_http(url, handlers=_every_handler(), timeout=10) as client:
+        if "tools" in client.server_capabilities:
+            await client.list_tools()
+
+
+async def accept_confirm(params: ElicitRequestParams) -> ElicitResult:
+    """Elicitation handler for the MRTR scenario: confirm."""
+    return ElicitResult(action="accept", content={"confirmed": True})
+
+
+async def request_state(url: str) -> None:
+    """SEP-2322: answer ``input_required`` rounds (echoing ``requestState`` exactly,
+    omitting it when there is none), a plain call between them, and a result with no
+    ``resultType`` taken as complete."""
+    handlers = ClientHandlers(elicitation=accept_confirm)
+    async with connect_http(url, handlers=handlers, timeout=10) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        for name in ("test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state",
+                     "test_mrtr_no_result_type"):
+            if name in names:
+                await client.call_tool(name, {})
+
+
+def _sample_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """Arguments that satisfy a simple schema's required properties."""
+    props = schema.get("properties") or {}
+    samples = {"string": "us-west1", "integer": 1, "number": 1.5, "boolean": True,
+               "object": {}, "array": [], "null": None}
+    return {name: samples.get(props.get(name, {}).get("type"), "x")
+            for name in schema.get("required") or []}
+
+
+async def standard_headers(url: str) -> None:
+    """SEP-2243: every kind of request, so that each carries its Mcp-Method (and
+    Mcp-Name) header."""
+    async with connect_http(url, timeout=10) as client:
+        for tool in (await client.list_tools()).tools:
+            await client.call_tool(tool.name, _sample_arguments(tool.input_schema))
+        for resource in (await client.list_resources()).resources:
+            await client.read_resource(resource.uri)
+        for prompt in (await client.list_prompts()).prompts:
+            await client.get_prompt(prompt.name)
+
+
+async def custom_headers(url: str) -> None:
+    """SEP-2243: the calls the suite names in its context, each mirroring the arguments
+    its tool marks with ``x-mcp-header`` into Mcp-Param-* headers."""
+    async with connect_http(url, timeout=10) as client:
+        await client.list_tools()
+        for call in _context().get("toolCalls") or []:
+            await client.call_tool(call["name"], call.get("arguments") or {})
+
+
+async def invalid_tool_headers(url: str) -> None:
+    """SEP-2243: tools with invalid ``x-mcp-header`` annotations are left out of
+    ``tools/list``; every tool that remains is called."""
+    async with connect_http(url, timeout=10) as client:
+        for tool in (await client.list_tools()).tools:
+            await client.call_tool(tool.name, _sample_arguments(tool.input_schema))
+
+
+async def list_tools_only(url: str) -> None:
+    """List the tools (SEP-2106: a network ``$ref`` in a schema is never fetched)."""
+    async with connect_http(url, timeout=10) as client:
+        await client.list_tools()
+
+
+async def schema_preservation(url: str) -> None:
+    """Echo the 2020-12 tool's inputSchema back unchanged through ``json_schema_echo``."""
+    async with connect_http(url, timeout=10) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        focal = tools.get("json_schema_2020_12_tool")
+        if focal is not None and "json_schema_echo" in tools:
+            await client.call_tool("json_schema_echo", {"schema": focal.input_schema})
+
+
 #: The client id the suite expects when its authorization server supports Client ID
 #: Metadata Documents (the URL need not resolve).
 CIMD_CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
@@ -100,7 +191,8 @@ def oauth_for(url: str, scenario: str) -> OAuthClient:
             signing_algorithm=ctx.get("signing_algorithm") or "ES256",
         )
         grant = ClientCredentialsGrant()
-    elif scenario == "auth/cross-app-access-complete-flow":
+    elif scenario in ("auth/cross-app-access-complete-flow",
+                      "auth/enterprise-managed-authorization"):
         config = ClientConfig(client_id=ctx["client_id"], client_secret=ctx["client_secret"])
         grant = CrossAppAccessGrant(
             idp_token_endpoint=ctx["idp_token_endpoint"], id_token=ctx["idp_id_token"],
@@ -133,6 +225,13 @@ SCENARIOS = {
     "tools-call": tools_call,
     "elicitation-sep1034-client-defaults": elicitation_defaults,
     "sse-retry": sse_retry,
+    "request-metadata": request_metadata,
+    "sep-2322-client-request-state": request_state,
+    "http-standard-headers": standard_headers,
+    "http-custom-headers": custom_headers,
+    "http-invalid-tool-headers": invalid_tool_headers,
+    "json-schema-ref-no-deref": list_tools_only,
+    "json-schema-2020-12-preservation": schema_preservation,
 }
 
 

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# Run every auth/* client scenario of the official conformance suite (core auth,
-# 2025-03-26 back-compat, draft and extension ones) against examples/conformance_client.py.
-# Exits non-zero on any FAILURE, WARNING, client timeout or non-zero client exit.
+# Run the auth/* client scenarios of the official conformance suite against
+# examples/conformance_client.py. Exits non-zero on any FAILURE, WARNING, client
+# timeout or non-zero client exit.
+#
+#   - the pinned 0.1.16 suite: every auth/* scenario it lists (core auth, 2025-03-26
+#     back-compat, draft and extension ones; 22), at the 2025-11-25 wire;
+#   - 0.2.0-alpha.12: the auth/* scenarios of the requirement sets 2026-07-28 (25
+#     required, at the stateless wire) and 2025-11-25 (14), one at a time; the
+#     extension ones a set runs without scoring (DPoP, workload identity...) are
+#     reported but never fail the run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
-# Every auth/* client scenario the installed suite lists (22 in 0.1.16).
+CLIENT=("$PY" "$ROOT/examples/conformance_client.py")
+
 mapfile -t SCENARIOS < <("$ROOT/scripts/conformance.sh" list 2>/dev/null \
     | sed -n 's/^  - \(auth\/[^ ]*\).*/\1/p')
 if ((${#SCENARIOS[@]} == 0)); then
@@ -13,5 +21,11 @@ if ((${#SCENARIOS[@]} == 0)); then
     exit 2
 fi
 echo "[conformance-auth] ${#SCENARIOS[@]} scenarios: ${SCENARIOS[*]}" >&2
+rc=0
 CONFORMANCE_STRICT=1 CONFORMANCE_CLIENT_SCENARIOS="${SCENARIOS[*]}" \
-    exec "$ROOT/scripts/conformance.sh" client "$PY" "$ROOT/examples/conformance_client.py"
+    "$ROOT/scripts/conformance.sh" client "${CLIENT[@]}" || rc=$?
+for rev in 2026-07-28 2025-11-25; do
+    CONFORMANCE_STRICT=1 CONFORMANCE_VERSION=0.2.0-alpha.12 CONFORMANCE_REQUIREMENTS="$rev" \
+        CONFORMANCE_CLIENT_KIND=auth "$ROOT/scripts/conformance.sh" client "${CLIENT[@]}" || rc=$?
+done
+exit "$rc"

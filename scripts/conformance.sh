@@ -20,6 +20,9 @@
 #   CONFORMANCE_REQUIREMENTS  (alpha harness) --requirements for server/client mode, e.g. 2026-07-28
 #   CONFORMANCE_STRICT=1  treat WARNING checks as failures too
 #   CONFORMANCE_CLIENT_SCENARIOS  space-separated override of the client scenario list
+#   CONFORMANCE_CLIENT_KIND       with CONFORMANCE_REQUIREMENTS in client mode: `auth` runs
+#                                 only the auth/* scenarios of the requirement set, `core`
+#                                 only the others (default: all of them)
 #   CONFORMANCE_TIMEOUT_MS        per-scenario client timeout (default 30000)
 #
 # Exit status: non-zero when any check is FAILURE (or, in client mode, when the
@@ -75,6 +78,26 @@ not_scored() {
     local file="$SUITE_PKG/requirements/$rev.yaml"
     [[ -n "$rev" && -f "$file" ]] || return 0
     sed -n '/^not_scored:/,$p' "$file" | sed -n 's/^ *- scenario: *//p' | tr '\n' ' '
+}
+
+# The client scenarios requirement set $1 lists (its `client:` entries), then those it
+# runs without scoring (`not_scored` entries of the client leg), filtered by
+# CONFORMANCE_CLIENT_KIND.
+requirement_client_scenarios() {
+    local file="$SUITE_PKG/requirements/$1.yaml"
+    [[ -f "$file" ]] || die "no requirement set $1 in the installed suite ($file)"
+    awk '
+        /^[a-z_]+:/ { section = $1; next }
+        section == "client:" && /^  - / { print $2; next }
+        section == "not_scored:" && /^  - scenario:/ { current = $3; next }
+        section == "not_scored:" && /^    leg: *client/ { print current }
+    ' "$file" | while read -r name; do
+        case "${CONFORMANCE_CLIENT_KIND:-all}" in
+            auth) if [[ "$name" == auth/* ]]; then echo "$name"; fi ;;
+            core) if [[ "$name" != auth/* ]]; then echo "$name"; fi ;;
+            *) echo "$name" ;;
+        esac
+    done | tr '\n' ' '
 }
 
 suite_version() {
@@ -211,16 +234,29 @@ client_mode() {
     done
     local out="$RESULTS/client-$(date +%Y%m%dT%H%M%S)"
     mkdir -p "$out"
-    local scenarios="${CONFORMANCE_CLIENT_SCENARIOS:-$CLIENT_SCENARIOS_DEFAULT}"
+    local scenarios="${CONFORMANCE_CLIENT_SCENARIOS:-}" spec=()
+    if [[ -n "${CONFORMANCE_REQUIREMENTS:-}" ]]; then
+        # A requirement set: its client scenarios, one at a time, at its wire version.
+        spec=(--spec-version "$CONFORMANCE_REQUIREMENTS")
+        [[ -n "$scenarios" ]] || scenarios="$(requirement_client_scenarios "$CONFORMANCE_REQUIREMENTS")"
+        export CONFORMANCE_NOT_SCORED
+        CONFORMANCE_NOT_SCORED="$(not_scored)"
+    fi
+    scenarios="${scenarios:-$CLIENT_SCENARIOS_DEFAULT}"
     local hard=0 scenario rc logf
     for scenario in $scenarios; do
-        log "client mode: scenario $scenario, command: $cmd"
+        log "client mode: scenario $scenario${spec:+ at ${spec[1]}}, command: $cmd"
         logf="$out/${scenario//\//_}.log"  # auth/* names hold a slash
         rc=0
-        run_cli client --command "$cmd" --scenario "$scenario" \
+        local force=()
+        # Extensions are off the spec timeline: the CLI skips them at a version unless forced.
+        [[ " ${CONFORMANCE_NOT_SCORED:-} " == *" $scenario "* ]] && force=(--force)
+        run_cli client --command "$cmd" --scenario "$scenario" "${spec[@]}" "${force[@]}" \
             --timeout "${CONFORMANCE_TIMEOUT_MS:-30000}" -o "$out" >"$logf" 2>&1 || rc=$?
         cat "$logf" >&2
-        if grep -q 'CLIENT TIMED OUT' "$logf"; then
+        if [[ " ${CONFORMANCE_NOT_SCORED:-} " == *" $scenario "* ]]; then
+            continue  # run and reported, never counted
+        elif grep -q 'CLIENT TIMED OUT' "$logf"; then
             log "HARD FAILURE: $scenario: client timed out"; hard=$((hard + 1))
         elif grep -q 'CLIENT EXITED WITH ERROR' "$logf"; then
             log "HARD FAILURE: $scenario: client exited non-zero"; hard=$((hard + 1))

@@ -41,6 +41,21 @@ _CALL_TAIL = (
     + orjson.dumps(ECHO_TEXT)
     + b"}}}"
 )
+#: 2026-07-28 (stateless): no session; every request carries its version, client info
+#: and capabilities in ``_meta``, and the version and SEP-2243 headers.
+MODERN_VERSION = "2026-07-28"
+_MODERN_META = orjson.dumps({
+    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+    "io.modelcontextprotocol/clientInfo": {"name": "mcpactor-bench", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+})
+_MODERN_CALL_TAIL = (
+    b',"method":"tools/call","params":{"name":"echo","arguments":{"text":'
+    + orjson.dumps(ECHO_TEXT)
+    + b'},"_meta":' + _MODERN_META + b"}}"
+)
+_DISCOVER = b'{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{"_meta":' + \
+    _MODERN_META + b"}}"
 
 
 def parse_body(content_type: bytes, body: bytes) -> list[dict[str, Any]]:
@@ -190,7 +205,11 @@ class HttpSession:
     it only narrows the ratios between them.
     """
 
-    def __init__(self, host: str, port: int, path: str = "/mcp", timeout: float = 30.0) -> None:
+    def __init__(self, host: str, port: int, path: str = "/mcp", timeout: float = 30.0,
+                 *, stateless: bool = False) -> None:
+        #: 2026-07-28: no initialize, no session id; see :meth:`discover`.
+        self.stateless = stateless
+        self.call_tail = _MODERN_CALL_TAIL if stateless else _CALL_TAIL
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.path = path.encode()
@@ -199,7 +218,7 @@ class HttpSession:
         self.protocol_version: str | None = None
         self.content_types: set[str] = set()
         self._next_id = 1
-        self._head_for: tuple[bytes | None, str | None] | None = None
+        self._head_for: tuple[bytes | None, str | None, bytes | None] | None = None
         self._head = b""
         self._parser = ResponseParser()
         self._resp_headers: list[tuple[bytes, bytes]] = []
@@ -212,9 +231,10 @@ class HttpSession:
         self._next_id += 1
         return rid
 
-    def request_bytes(self, body: bytes) -> bytes:
-        """A POST carrying ``body`` with the session's headers."""
-        key = (self.session_id, self.protocol_version)
+    def request_bytes(self, body: bytes, method: bytes = b"tools/call") -> bytes:
+        """A POST carrying ``body`` with the session's headers (stateless: with the
+        SEP-2243 ``Mcp-Method``/``Mcp-Name`` of ``method``, the echo tool's for calls)."""
+        key = (self.session_id, self.protocol_version, method if self.stateless else None)
         if key != self._head_for:
             lines = [
                 b"POST " + self.path + b" HTTP/1.1",
@@ -226,6 +246,10 @@ class HttpSession:
                 lines.append(b"mcp-session-id: " + self.session_id)
             if self.protocol_version is not None:
                 lines.append(b"mcp-protocol-version: " + self.protocol_version.encode())
+            if self.stateless:
+                lines.append(b"mcp-method: " + method)
+                if method == b"tools/call":
+                    lines.append(b"mcp-name: echo")
             self._head = b"\r\n".join(lines) + b"\r\ncontent-length: "
             self._head_for = key
         return b"".join((self._head, str(len(body)).encode(), b"\r\n\r\n", body))
@@ -251,9 +275,9 @@ class HttpSession:
             self.content_types.add(ctype.split(b";")[0].decode())
         return status, parse_body(ctype, body)
 
-    def roundtrip(self, body: bytes) -> tuple[int, list[dict[str, Any]]]:
+    def roundtrip(self, body: bytes, method: bytes = b"tools/call") -> tuple[int, list[dict[str, Any]]]:
         """Blocking request/response, used for the handshake."""
-        self.sock.sendall(self.request_bytes(body))
+        self.sock.sendall(self.request_bytes(body, method))
         while True:
             data = self.sock.recv(1 << 16)
             if self.feed(data):
@@ -272,10 +296,27 @@ class HttpSession:
         if status not in (200, 202, 204):
             raise BenchError(f"notifications/initialized got HTTP {status}")
 
+    def discover(self) -> None:
+        """2026-07-28: ``server/discover``, checking that the server speaks it (the
+        calls then go out with no handshake and no session)."""
+        self.protocol_version = MODERN_VERSION
+        _, messages = self.roundtrip(_DISCOVER, b"server/discover")
+        reply = next((m for m in messages if m.get("id") == 0), None)
+        offered = (reply or {}).get("result", {}).get("supportedVersions") or []
+        if MODERN_VERSION not in offered:
+            raise BenchError(f"the server does not speak {MODERN_VERSION}: {messages!r}"[:400])
+
+    def open(self) -> None:
+        """Ready for calls: the handshake, or the discover of the stateless revision."""
+        if self.stateless:
+            self.discover()
+        else:
+            self.initialize()
+
     def call(self) -> None:
         """One blocking echo call, checked."""
         rid = self.take_id()
-        _, messages = self.roundtrip(_CALL_HEAD + str(rid).encode() + _CALL_TAIL)
+        _, messages = self.roundtrip(_CALL_HEAD + str(rid).encode() + self.call_tail)
         reply = next((m for m in messages if m.get("id") == rid), None)
         if reply is None:
             raise BenchError(f"no response to call {rid}: {messages!r}"[:400])
@@ -326,7 +367,7 @@ def _run(
         made[id(s)] = made.get(id(s), 0) + 1
         rid = s.take_id()
         s.pending_id = rid
-        payload = s.request_bytes(_CALL_HEAD + str(rid).encode() + _CALL_TAIL)
+        payload = s.request_bytes(_CALL_HEAD + str(rid).encode() + s.call_tail)
         s.sent_at = clock()
         s.sock.sendall(payload)
         sent += 1
@@ -383,14 +424,16 @@ def measure(
     server_pid: int | None = None,
     path: str = "/mcp",
     spin_us: float = 0.0,
+    stateless: bool = False,
 ) -> Measurement:
-    """Open ``conns`` sessions, warm up, then measure echo calls for ``duration`` seconds."""
+    """Open ``conns`` sessions, warm up, then measure echo calls for ``duration`` seconds
+    (``stateless``: 2026-07-28 requests on ``conns`` connections, no session)."""
     sessions: list[HttpSession] = []
     try:
         for _ in range(conns):
-            s = HttpSession(host, port, path)
+            s = HttpSession(host, port, path, stateless=stateless)
             sessions.append(s)
-            s.initialize()
+            s.open()
         spin_ns = int(spin_us * 1000)
         _run(sessions, warmup, max_calls, record=False, spin_ns=spin_ns)
         cpu0 = time.process_time()

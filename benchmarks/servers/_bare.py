@@ -1,7 +1,7 @@
 """The JSON-RPC answers shared by the bare ceiling servers.
 
-Just enough MCP for the benchmark drivers: initialize, tools/list, tools/call echo,
-ping, and silence for notifications. No validation beyond what the drivers need; these
+Just enough MCP for the benchmark drivers: initialize, server/discover, tools/list,
+tools/call echo, ping, and silence for notifications. No validation beyond what the drivers need; these
 servers exist to show how fast the I/O path alone can go.
 """
 
@@ -39,6 +39,15 @@ def answer(msg: dict[str, Any]) -> bytes | None:
             "protocolVersion": asked if asked in SUPPORTED_VERSIONS else SUPPORTED_VERSIONS[-1],
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "echo-bare", "version": "1.0.0"},
+        }
+    elif method == "server/discover":
+        # 2026-07-28: what the stateless drivers check before their calls (which then
+        # come with no session and are answered as any other).
+        result = {
+            "supportedVersions": [*SUPPORTED_VERSIONS, "2026-07-28"],
+            "capabilities": {"tools": {}},
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "echo-bare",
+                                                             "version": "1.0.0"}},
         }
     elif method == "tools/list":
         result = {"tools": [_ECHO_TOOL]}

@@ -75,8 +75,8 @@ async def demo(client: Client) -> None:
 
     # Updates about a resource while the block runs (subscriptions/listen in 2026-07-28,
     # resources/subscribe in a handshake session); they reach on_resource_updated.
-    async with client.listen(resource_uris=["notes://note/2"]) as agreed:
-        assert agreed["resourceSubscriptions"] == ["notes://note/2"]
+    async with client.listen(resource_uris=["notes://note/2"]) as sub:
+        assert (sub.acknowledged or {})["resourceSubscriptions"] == ["notes://note/2"]
         await client.call_tool("edit", {"note_id": "2", "text": "call Ada at 5"})
 
 

@@ -92,6 +92,8 @@ class OAuthClient:
         self.asm: AuthorizationServerMetadata | None = None
         self._prm_url: str | None = None
         self._client: ClientInfo | None = None
+        #: The issuer of the authorization server ``_client`` was registered with.
+        self._client_issuer: str | None = None
         self._tokens: TokenSet | None = None
         self._loaded = False
         self._scope: str | None = None
@@ -130,7 +132,12 @@ class OAuthClient:
                 # Step-up: keep what we had, add what the server now asks for.
                 await self._authorize(merge_scopes(self._scope, ch.scope))
                 return
-            if self._tokens is not None and self._tokens.refresh_token and used_token is not None:
+            if used_token is not None and await self._moved(ch):
+                # SEP-2352: credentials and tokens belong to the server that issued them.
+                self._client = None
+                await self._set_tokens(None)
+            elif self._tokens is not None and self._tokens.refresh_token \
+                    and used_token is not None:
                 if await self._refresh():
                     return
             await self._discover(ch)
@@ -159,6 +166,21 @@ class OAuthClient:
             # Codes, secrets and tokens would cross the network in clear text.
             self.asm = None
             raise AuthorizationError("the authorization server's endpoints are not HTTPS")
+
+    async def _moved(self, ch: Challenge | None) -> bool:
+        """Whether the resource now names other authorization servers than the one we
+        use (read again when a token we sent is refused: SEP-2352's migration). When it
+        does, the old server's metadata is forgotten, to be discovered afresh."""
+        asm = self.asm
+        if asm is None or self.prm is None:
+            return False
+        prm, _ = await self._fetch_prm(ch.resource_metadata if ch is not None else None)
+        if prm is None or any(_same_issuer(asm.issuer, i) for i in prm.authorization_servers):
+            return False
+        log.info("the resource moved from the authorization server %s to %s",
+                 asm.issuer, ", ".join(prm.authorization_servers))
+        self.asm = None
+        return True
 
     async def _discover_unchecked(self, hint: str | None) -> None:
         prm, prm_url = await self._fetch_prm(hint)
@@ -246,7 +268,7 @@ class OAuthClient:
                 return None
             return ClientInfo(client_id=self.config.client_id, client_secret=self.config.client_secret,
                               token_endpoint_auth_method=self.config.token_endpoint_auth_method)
-        if self._client is not None:
+        if self._client is not None and self._client_issuer == asm.issuer:
             return self._client
         redirect_uri = await self.grant.redirect_uri()
         stored = await self.storage.get_client(asm.issuer)
@@ -254,10 +276,10 @@ class OAuthClient:
                 redirect_uri is None or stored.redirect_uris is None
                 or redirect_uri in stored.redirect_uris):
             # (A loopback listener on a new port needs a registration naming that port.)
-            self._client = stored
+            self._client, self._client_issuer = stored, asm.issuer
             return stored
         client = await obtain_client(self.http, asm, self.config, redirect_uri, self._grant_types())
-        self._client = client
+        self._client, self._client_issuer = client, asm.issuer
         if self.config.client_id is None:
             await self.storage.set_client(asm.issuer, client)
         return client

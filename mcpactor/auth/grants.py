@@ -122,8 +122,14 @@ class AuthorizationCodeGrant:
         answer = await self.redirect.authorize(asm.authorization_endpoint + sep + urlencode(params))
         if answer.state != expected_state:
             raise AuthorizationError("the authorization response's state does not match")
-        if answer.iss is not None and not asm.synthetic and answer.iss != asm.issuer:
-            # RFC 9207: a mix-up attack hands us another server's code.
+        # RFC 9207 (MCP 2026-07-28): a mix-up attack hands us another server's code. The
+        # issuer is compared as a plain string, with no URL normalisation.
+        if answer.iss is None:
+            if asm.authorization_response_iss_parameter_supported:
+                raise AuthorizationError(
+                    "the authorization response has no iss, though the authorization "
+                    "server says it always sends one")
+        elif not asm.synthetic and answer.iss != asm.issuer:
             raise AuthorizationError("the authorization response names another issuer")
         return await state.token({
             "grant_type": "authorization_code",

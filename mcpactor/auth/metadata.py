@@ -169,6 +169,8 @@ class AuthorizationServerMetadata:
     token_endpoint_auth_methods_supported: list[str] | None = None
     code_challenge_methods_supported: list[str] | None = None
     client_id_metadata_document_supported: bool = False
+    #: RFC 9207: the server puts ``iss`` in every authorization response.
+    authorization_response_iss_parameter_supported: bool = False
     #: Made up from the 2025-03-26 default endpoints, not fetched.
     synthetic: bool = False
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
@@ -196,6 +198,8 @@ class AuthorizationServerMetadata:
             code_challenge_methods_supported=_str_list(data.get("code_challenge_methods_supported")),
             client_id_metadata_document_supported=data.get(
                 "client_id_metadata_document_supported") is True,
+            authorization_response_iss_parameter_supported=data.get(
+                "authorization_response_iss_parameter_supported") is True,
             raw=data,
         )
 

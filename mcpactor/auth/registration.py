@@ -4,7 +4,9 @@ token endpoint."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -13,7 +15,9 @@ from mcpactor.auth.httpio import OAuthHttp
 from mcpactor.auth.metadata import AuthorizationServerMetadata
 from mcpactor.auth.storage import ClientInfo
 
-__all__ = ["ClientConfig", "choose_auth_method", "client_metadata", "obtain_client"]
+__all__ = [
+    "ClientConfig", "application_type", "choose_auth_method", "client_metadata", "obtain_client",
+]
 
 #: Token endpoint client authentication methods we implement, in order of preference.
 SECRET_METHODS = ("client_secret_basic", "client_secret_post")
@@ -40,6 +44,30 @@ class ClientConfig:
     scope: str | None = None
     #: More registration metadata (e.g. ``client_uri``, ``logo_uri``).
     extra_metadata: dict[str, Any] = attrs.field(factory=dict)
+    #: The OpenID Connect ``application_type`` registered (``"native"`` or ``"web"``);
+    #: None picks it from the redirect URI (see :func:`application_type`).
+    application_type: str | None = None
+
+
+def application_type(redirect_uri: str | None) -> str:
+    """The ``application_type`` a client registers (MCP 2026-07-28: always sent, since
+    OIDC servers take a missing one as ``"web"`` and then refuse loopback redirects):
+    ``"native"`` for a loopback or private-scheme redirect (desktop apps, CLIs),
+    ``"web"`` for a remote HTTPS one or none at all (a server-side client)."""
+    if redirect_uri is None:
+        return "web"
+    parts = urlsplit(redirect_uri)
+    if parts.scheme not in ("http", "https"):
+        return "native"
+    host = (parts.hostname or "").lower()
+    return "native" if host == "localhost" or _is_loopback(host) else "web"
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def client_metadata(config: ClientConfig, redirect_uri: str | None,
@@ -49,6 +77,7 @@ def client_metadata(config: ClientConfig, redirect_uri: str | None,
         "client_name": config.client_name,
         "grant_types": grant_types,
         "token_endpoint_auth_method": auth_method,
+        "application_type": config.application_type or application_type(redirect_uri),
     }
     if redirect_uri is not None:
         data["redirect_uris"] = [redirect_uri]

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
+import attrs
 import orjson
 
 from mcpactor.auth.challenge import bearer_challenge
@@ -80,6 +81,18 @@ class ResourceServer:
         self.metadata_paths = {PRM_WELL_KNOWN + path, PRM_WELL_KNOWN}
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{PRM_WELL_KNOWN}{path}"
         self._metadata_body = orjson.dumps(self.metadata.to_json())
+
+    def move_to(self, authorization_servers: Sequence[str], verifier: TokenVerifier) -> None:
+        """Hand the resource to other authorization servers (SEP-2352): the metadata
+        names them from now on and ``verifier`` (one that accepts their tokens) replaces
+        the old one, so a client holding an old token is refused, reads the metadata
+        again and registers with the new server."""
+        if not authorization_servers:
+            raise ValueError("name at least one authorization server")
+        self.metadata = attrs.evolve(self.metadata,
+                                     authorization_servers=list(authorization_servers))
+        self._metadata_body = orjson.dumps(self.metadata.to_json())
+        self.verifier = verifier
 
     # -- HTTP --------------------------------------------------------------------------
 

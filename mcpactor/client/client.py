@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
@@ -23,6 +22,7 @@ from mcpactor.client.handlers import (
     call,
     positional_count,
 )
+from mcpactor.client.listen import ACKNOWLEDGED, Subscription, listen_filter, subscription_of
 from mcpactor.client.results import ToolResult, typed_result
 from mcpactor.protocol import connection as pc
 from mcpactor.protocol import types as t
@@ -30,8 +30,10 @@ from mcpactor.protocol import versions
 from mcpactor.protocol.connection import Connection
 from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import (
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    CapabilityNotSupported,
     ConnectionClosed,
     InternalError,
     InvalidResult,
@@ -40,6 +42,7 @@ from mcpactor.protocol.errors import (
     MethodNotFound,
     RequestError,
 )
+from mcpactor.protocol.headers import invalid_header_annotation
 from mcpactor.protocol.json_schema import first_error
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.protocol.lifecycle import Role
@@ -56,8 +59,12 @@ from mcpactor.tracing.tasks import TRACK, Node, current_node
 from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import Transport
 
-#: How long ``mode="auto"`` waits for the ``server/discover`` probe before handshaking.
-DISCOVER_TIMEOUT = 5.0
+#: How long ``mode="auto"`` waits for the ``server/discover`` probe before handshaking,
+#: over a stream transport (stdio), where a server that ignores unknown requests would
+#: otherwise hold the connection up; generous, since that time also covers a slow start
+#: (a Python server importing on a busy machine). Over HTTP every server answers a
+#: request it does not know (400, 404): the probe has the whole ``init_timeout``.
+DISCOVER_TIMEOUT = 10.0
 
 log = logging.getLogger("mcpactor.client")
 
@@ -134,9 +141,14 @@ class _ClientHandler:
         if handlers.tasks:
             self.task_runtime = TaskRuntime(
                 handlers.tasks if isinstance(handlers.tasks, TaskOptions) else None)
-        #: The listen being opened (one at a time, see Client.listen): the filter the
-        #: server acknowledged goes in, and the event is set.
-        self.awaiting_ack: tuple[trio.Event, list[dict[str, Any]]] | None = None
+        #: Handshake-era listens (Client.listen): each hears the notifications its
+        #: filter admits, untagged.
+        self.local_subscriptions: list[Subscription] = []
+        #: The transport's ``tool_schemas`` when it mirrors tool arguments into headers
+        #: (Streamable HTTP, SEP-2243); forgotten with the output schemas.
+        self.header_schemas: dict[str, Any] | None = None
+        #: Open ``subscriptions/listen`` requests by id (2026-07-28).
+        self.subscriptions: dict[RequestId, Subscription] = {}
 
     async def handle_request(self, rc: RequestContext) -> Any:
         runtime = self.task_runtime
@@ -166,16 +178,24 @@ class _ClientHandler:
 
     async def handle_notification(self, session: Session, event: pc.NotificationReceived) -> None:
         h = self.h
+        sid = subscription_of(event.raw_params) if self.subscriptions else None
+        sub = self.subscriptions.get(sid) if sid is not None else None
+        if sub is not None:
+            # A subscription's own stream: its iterator gets it (and the callbacks below
+            # still see the changes, as they would in a handshake session).
+            sub.deliver(event.method, event.raw_params or {})
+            if event.method == ACKNOWLEDGED:
+                return
+        elif self.local_subscriptions:
+            for local in self.local_subscriptions:
+                if local.admits(event.method, event.raw_params or {}):
+                    local.deliver(event.method, event.raw_params or {})
         if event.method == "notifications/tools/list_changed":
             self.output_schemas.clear()
+            if self.header_schemas is not None:
+                self.header_schemas.clear()
         elif event.method == "notifications/tasks/status":
             self.task_watchers.deliver(event.params)
-        elif event.method == "notifications/subscriptions/acknowledged":
-            waiting = self.awaiting_ack
-            if waiting is not None:
-                agreed = (event.raw_params or {}).get("notifications")
-                waiting[1].append(agreed if isinstance(agreed, dict) else {})
-                waiting[0].set()
         cb = {
             "notifications/message": h.on_log,
             "notifications/tools/list_changed": h.on_tools_changed,
@@ -247,6 +267,11 @@ class Client:
             handler.output_schemas if isinstance(handler, _ClientHandler) else None)
         self._task_watchers: TaskWatchers | None = (
             handler.task_watchers if isinstance(handler, _ClientHandler) else None)
+        #: The transport's schemas for SEP-2243 ``Mcp-Param-*`` headers (HTTP only).
+        self._header_schemas: dict[str, Any] | None = getattr(
+            session.transport, "tool_schemas", None)
+        if isinstance(handler, _ClientHandler):
+            handler.header_schemas = self._header_schemas
 
     # -- negotiated state -------------------------------------------------------------
 
@@ -315,23 +340,34 @@ class Client:
         if mode != "auto":
             raise ValueError(f"mode must be 'auto', 'legacy' or one of "
                              f"{', '.join(versions.MODERN_VERSIONS)}, not {mode!r}")
-        probe = min(timeout, DISCOVER_TIMEOUT) if timeout is not None else DISCOVER_TIMEOUT
-        rid, data = conn.start_discover(versions.LATEST_MODERN_VERSION)
-        try:
-            result = await self._first_request(rid, "server/discover", data, probe)
-        except McpError as exc:
-            # Only a modern error (-32022 naming no version we speak) is final; anything
-            # else means a handshake server.
-            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
-            if exc.code == UNSUPPORTED_PROTOCOL_VERSION and isinstance(supported, list) \
-                    and not any(versions.is_supported(v) for v in supported):
+        probe = timeout if self.session.transport.name == "http" else (
+            min(timeout, DISCOVER_TIMEOUT) if timeout is not None else DISCOVER_TIMEOUT)
+        version = versions.LATEST_MODERN_VERSION
+        for attempt in range(2):
+            rid, data = conn.start_discover(version)
+            try:
+                result = await self._first_request(rid, "server/discover", data, probe)
+                break
+            except McpError as exc:
+                supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+                if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(supported, list):
+                    # Any other error means a handshake server.
+                    await self._initialize(protocol_version, timeout)
+                    return
+                # -32022 lists what the server speaks: retry with the best stateless
+                # version we share (once), else handshake if we share an older one.
+                mutual = [v for v in versions.MODERN_VERSIONS if v in supported]
+                if mutual and attempt == 0:
+                    version = mutual[-1]
+                    continue
+                if any(versions.is_supported(v) for v in supported):
+                    await self._initialize(protocol_version, timeout)
+                    return
                 raise
-            await self._initialize(protocol_version, timeout)
-            return
-        except trio.TooSlowError:
-            conn.abandon_request(rid)
-            await self._initialize(protocol_version, timeout)
-            return
+            except trio.TooSlowError:
+                conn.abandon_request(rid)
+                await self._initialize(protocol_version, timeout)
+                return
         offered = result.get("supportedVersions") if isinstance(result, dict) else None
         mutual = [v for v in versions.MODERN_VERSIONS if isinstance(offered, list) and v in offered]
         if not mutual:
@@ -402,6 +438,90 @@ class Client:
         per-request ``_meta``) rather than a handshake one."""
         return self.session.connection.modern_meta is not None
 
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        ack_timeout: float | None = 30.0,
+        backlog: int = 1024,
+    ) -> AsyncIterator[Subscription]:
+        """Listen for the server's change notifications (2026-07-28
+        ``subscriptions/listen``): ``tools``/``prompts``/``resources`` for the list
+        changes, ``resource_uris`` for ``notifications/resources/updated`` about those
+        resources.
+
+        ``async with client.listen(tools=True) as sub: async for note in sub: ...``
+        The block is entered once the server acknowledged (``sub.acknowledged``: the
+        filter it agreed to, which may be less than asked); leaving it cancels the
+        subscription. Several may be open at once. Notifications reach the
+        ``ClientHandlers`` callbacks too. In a handshake session (no
+        ``subscriptions/listen`` there) the block subscribes to ``resource_uris``
+        (``resources/subscribe``) and the subscription hears the list changes the server
+        declared and those resources' updates: the same code works in both eras.
+        """
+        handler = self.session.handler
+        if not isinstance(handler, _ClientHandler):
+            raise CapabilityNotSupported("this session's handler does not route subscriptions")
+        if not self.stateless:
+            async with self._listen_handshake(
+                    handler, tools, prompts, resources, resource_uris, backlog) as local:
+                yield local
+            return
+        sub = Subscription(self.session, listen_filter(
+            tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris),
+            backlog)
+
+        def register(rid: RequestId) -> None:
+            handler.subscriptions[rid] = sub
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sub.run, register)
+            try:
+                await sub.wait_acknowledged(ack_timeout)
+                yield sub
+            finally:
+                nursery.cancel_scope.cancel()
+                if sub.id is not None:
+                    handler.subscriptions.pop(sub.id, None)
+
+    @asynccontextmanager
+    async def _listen_handshake(
+        self, handler: _ClientHandler, tools: bool, prompts: bool, resources: bool,
+        resource_uris: Sequence[str], backlog: int,
+    ) -> AsyncIterator[Subscription]:
+        """A listen in a handshake session: list changes come anyway (those the server
+        declared), each URI is subscribed to (``resources/subscribe``) for the block,
+        and the subscription hears what its filter admits."""
+        caps = self.server_capabilities
+        asked = listen_filter(tools=tools, prompts=prompts, resources=resources,
+                              resource_uris=resource_uris)
+        agreed: dict[str, Any] = {
+            name: True for name, feature in (("toolsListChanged", "tools"),
+                                             ("promptsListChanged", "prompts"),
+                                             ("resourcesListChanged", "resources"))
+            if asked.get(name) and (caps.get(feature) or {}).get("listChanged")}
+        uris = list(resource_uris)
+        for uri in uris:
+            await self.subscribe(uri)
+        if uris:
+            agreed["resourceSubscriptions"] = uris
+        local = Subscription(self.session, asked, backlog)
+        local.acknowledged = agreed
+        handler.local_subscriptions.append(local)
+        try:
+            yield local
+        finally:
+            handler.local_subscriptions.remove(local)
+            local.close()
+            with trio.CancelScope(shield=True):
+                for uri in uris:
+                    if not self.session.closed.is_set():
+                        await self.unsubscribe(uri)
+
     async def ping(self, *, timeout: Timeout | float | None = None) -> None:
         """Check that the server answers (a handshake-era request: in 2026-07-28, which
         removed it, use :meth:`discover`)."""
@@ -422,11 +542,23 @@ class Client:
     async def list_tools(self, cursor: str | None = None, **kw: Any) -> t.ListToolsResult:
         """One page of tools (their output schemas are kept to check results with)."""
         result: t.ListToolsResult = await self.request("tools/list", _page(cursor), **kw)
+        headers = self._mirrors_headers()
+        if headers is not None:
+            result = _without_invalid_headers(result)
+            for tool in result.tools:
+                headers[tool.name] = tool.input_schema
         schemas = self._output_schemas
         if schemas is not None:
             for tool in result.tools:
                 schemas[tool.name] = tool.output_schema
         return result
+
+    def _mirrors_headers(self) -> dict[str, Any] | None:
+        """The schemas for ``Mcp-Param-*`` headers when this client mirrors tool
+        arguments into them: 2026-07-28 over Streamable HTTP; else None."""
+        if self.session.connection.modern_meta is None:
+            return None
+        return self._header_schemas
 
     async def list_all_tools(self, **kw: Any) -> list[t.Tool]:
         """Every tool, following pagination."""
@@ -462,10 +594,21 @@ class Client:
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
         if meta:
             params["_meta"] = meta
-        result: ToolResult[Any] = await self.request(
-            "tools/call", params, timeout=timeout, on_progress=on_progress,
-            result_cls=ToolResult[Any],
-        )
+        try:
+            result: ToolResult[Any] = await self.request(
+                "tools/call", params, timeout=timeout, on_progress=on_progress,
+                result_cls=ToolResult[Any],
+            )
+        except McpError as exc:
+            # SEP-2243: a server that wants Mcp-Param-* headers we did not send (its
+            # inputSchema changed, or was never listed): list the tools, then once more.
+            if exc.code != HEADER_MISMATCH or self._mirrors_headers() is None:
+                raise
+            await self.list_all_tools(timeout=timeout)
+            result = await self.request(
+                "tools/call", params, timeout=timeout, on_progress=on_progress,
+                result_cls=ToolResult[Any],
+            )
         return self._checked_tool_result(name, result, validate, result_type)
 
     def _checked_tool_result(self, name: str, result: ToolResult[Any], validate: bool,
@@ -588,90 +731,6 @@ class Client:
             params["cursor"] = cursor
         return await self.request("resources/directory/read", params, **kw)
 
-    @asynccontextmanager
-    async def listen(
-        self,
-        *,
-        tools: bool = False,
-        prompts: bool = False,
-        resources: bool = False,
-        resource_uris: Sequence[str] = (),
-        timeout: float | None = 30.0,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Hear about changes while the block runs: the tool, prompt and resource lists
-        (``tools``, ``prompts``, ``resources``) and the resources at ``resource_uris``.
-        They come to this client's handlers (``on_tools_changed``,
-        ``on_prompts_changed``, ``on_resources_changed``, ``on_resource_updated``,
-        ``on_notification``). Yields what the server agreed to hear about, in the shape
-        of a ``subscriptions/listen`` filter (``toolsListChanged``...,
-        ``resourceSubscriptions``).
-
-        In 2026-07-28 a ``subscriptions/listen`` request stays open for the block (the
-        block starts once the server acknowledged it; ``timeout`` bounds that wait). In
-        a handshake session list changes come anyway, and each URI is subscribed to
-        (``resources/subscribe``) for the block."""
-        caps = self.server_capabilities
-        wanted = {"toolsListChanged": (tools, ("tools",)),
-                  "promptsListChanged": (prompts, ("prompts",)),
-                  "resourcesListChanged": (resources, ("resources",))}
-        if not self.stateless:
-            agreed: dict[str, Any] = {
-                name: True for name, (asked, (feature,)) in wanted.items()
-                if asked and (caps.get(feature) or {}).get("listChanged")}
-            uris = list(resource_uris)
-            for uri in uris:
-                await self.subscribe(uri)
-            if uris:
-                agreed["resourceSubscriptions"] = uris
-            try:
-                yield agreed
-            finally:
-                with trio.CancelScope(shield=True):
-                    for uri in uris:
-                        if not self.session.closed.is_set():
-                            await self.unsubscribe(uri)
-            return
-        handler = self.session.handler
-        if not isinstance(handler, _ClientHandler):
-            raise LocalProtocolError("listen() needs the client's own session handler")
-        notifications: dict[str, Any] = {name: True for name, (asked, _) in wanted.items()
-                                         if asked}
-        if resource_uris:
-            notifications["resourceSubscriptions"] = list(resource_uris)
-        failed: list[BaseException] = []
-        acknowledged = trio.Event()
-        acknowledgement: list[dict[str, Any]] = []
-
-        async def run() -> None:
-            try:
-                await self.request("subscriptions/listen", {"notifications": notifications})
-            except Exception as exc:
-                failed.append(exc)
-            finally:
-                acknowledged.set()
-
-        # A lone exception (the server's refusal, the block's own) leaves as itself.
-        with plain_errors():
-            async with trio.open_nursery() as nursery:
-                # One listen opens at a time: the next acknowledgement is its own.
-                async with self._listen_lock:
-                    handler.awaiting_ack = (acknowledged, acknowledgement)
-                    try:
-                        nursery.start_soon(run)
-                        with trio.fail_after(timeout if timeout is not None else math.inf):
-                            await acknowledged.wait()
-                    finally:
-                        handler.awaiting_ack = None
-                try:
-                    if not acknowledgement:
-                        if failed:
-                            raise failed[0]
-                        raise RequestError("subscriptions/listen ended before the server "
-                                           "acknowledged it", code=INTERNAL_ERROR)
-                    yield acknowledgement[0]
-                finally:
-                    nursery.cancel_scope.cancel()
-
     async def list_prompts(self, cursor: str | None = None, **kw: Any) -> t.ListPromptsResult:
         """One page of prompts."""
         return await self.request("prompts/list", _page(cursor), **kw)
@@ -744,6 +803,19 @@ class Client:
         """End the session."""
         self.session.close("client closed")
         await self.session.closed.wait()
+
+
+def _without_invalid_headers(result: t.ListToolsResult) -> t.ListToolsResult:
+    """SEP-2243: a client over Streamable HTTP leaves out every tool whose
+    ``x-mcp-header`` annotations break the rules (one bad tool must not hide the rest)."""
+    kept = []
+    for tool in result.tools:
+        reason = invalid_header_annotation(tool.input_schema)
+        if reason is None:
+            kept.append(tool)
+        else:
+            log.warning("leaving out the tool %r: %s", tool.name, reason)
+    return result if len(kept) == len(result.tools) else attrs.evolve(result, tools=kept)
 
 
 def _page(cursor: str | None) -> dict[str, Any] | None:

@@ -26,6 +26,7 @@ from mcpactor.protocol.errors import (
     MethodNotFound,
     ParseError,
     RemoteProtocolError,
+    RequestCancelled,
     RequestError,
 )
 from mcpactor.protocol.events import (
@@ -466,6 +467,16 @@ class Connection:
             out.append(Dropped("cancellation without a valid requestId", raw))
             return
         assert rid is not None
+        pending = self._pending.get(rid) if self.role is Role.CLIENT else None
+        if pending is not None and pending.method in modern.MODERN_ONLY_METHODS:
+            # 2026-07-28: a server tears a subscriptions/listen stream down so; the request
+            # is over, answered by no response.
+            del self._pending[rid]
+            reason = raw.get("reason") if raw else None
+            out.append(ErrorReceived(rid, pending.method, RequestCancelled(
+                f"the server ended {pending.method} (id {rid!r})"
+                + (f": {reason}" if type(reason) is str else ""))))
+            return
         inbound = self._inbound.get(rid)
         if inbound is None:
             out.append(Dropped(f"cancellation for unknown or finished request {rid!r}", raw))
@@ -612,6 +623,9 @@ class Connection:
         caps = server.get("capabilities")
         result_meta = server.get("_meta")
         info = result_meta.get(modern.META_SERVER_INFO) if type(result_meta) is dict else None
+        if info is None:
+            # Some servers put it beside the capabilities, as initialize did.
+            info = server.get("serverInfo")
         instructions = server.get("instructions")
         self.protocol_version = version
         # Pinned without a discover result: the server's capabilities are unknown, so

@@ -184,6 +184,13 @@ class RequestTimeout(McpError):
     code = REQUEST_TIMEOUT
 
 
+class RequestCancelled(McpError):
+    """The peer cancelled one of our requests (2026-07-28: a server ends a
+    ``subscriptions/listen`` stream so)."""
+
+    code = CONNECTION_CLOSED
+
+
 class ConnectionClosed(McpError):
     """The session ended before an answer arrived."""
 

@@ -177,6 +177,14 @@ _SPECS = [
         "server_to_client",
         ("resources", "subscribe"),
     ),
+    # 2026-07-28: the first message of a subscriptions/listen stream (the filter the
+    # server agreed to; subscriptions/listen itself is a modern-only method).
+    _notification(
+        "notifications/subscriptions/acknowledged",
+        t.NotificationParams,
+        "server_to_client",
+        since="2026-07-28",
+    ),
     _notification(
         "notifications/resources/list_changed",
         t.NotificationParams,

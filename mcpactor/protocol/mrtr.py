@@ -28,6 +28,7 @@ __all__ = [
     "InputRequired",
     "InputRequiredResponse",
     "RequestStateCodec",
+    "SpentStates",
     "input_required_result",
     "params_digest",
     "read_input_responses",
@@ -125,19 +126,24 @@ class RequestStateCodec:
 
     def seal(
         self, method: str, digest: str, principal: str | None, answers: dict[str, Any],
-        now: float,
+        now: float, *, nonce: str | None = None,
     ) -> str:
-        """A signed state for a retry of this request."""
-        payload = {"v": _STATE_VERSION, "m": method, "d": digest, "p": principal,
-                   "exp": int(now + self.ttl), "a": answers}
+        """A signed state for a retry of this request (``nonce``: the state's own id,
+        for a server that takes each state once)."""
+        payload: dict[str, Any] = {"v": _STATE_VERSION, "m": method, "d": digest,
+                                   "p": principal, "exp": int(now + self.ttl), "a": answers}
+        if nonce is not None:
+            payload["n"] = nonce
         body = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
         return f"{_b64(body)}.{_b64(self._mac(body))}"
 
     def open(
-        self, state: object, method: str, digest: str, principal: str | None, now: float
+        self, state: object, method: str, digest: str, principal: str | None, now: float,
+        *, spent: SpentStates | None = None,
     ) -> dict[str, Any]:
         """The answers a state carries, after checking its signature, request, principal
-        and expiry."""
+        and expiry; with ``spent``, also that it was not taken before (it is from now
+        on)."""
         if type(state) is not str or state.count(".") != 1:
             raise self._refuse("it is not a requestState this server issued")
         body_text, mac_text = state.split(".")
@@ -156,6 +162,12 @@ class RequestStateCodec:
             raise self._refuse("it was issued to a different principal")
         if not isinstance(payload.get("exp"), int) or payload["exp"] < now:
             raise self._refuse("it has expired")
+        if spent is not None:
+            nonce = payload.get("n")
+            if type(nonce) is not str:
+                raise self._refuse("it carries no id, and this server takes each state once")
+            if not spent.take(nonce, payload["exp"], now):
+                raise self._refuse("it was used already (this server takes each state once)")
         answers = payload.get("a")
         return answers if type(answers) is dict else {}
 
@@ -163,6 +175,30 @@ class RequestStateCodec:
     def _refuse(why: str) -> InvalidParams:
         return InvalidParams(f"Invalid params: requestState rejected: {why}",
                              data={"path": "params.requestState"})
+
+
+class SpentStates:
+    """The ids of the single-use states taken so far, each kept until it expires (a
+    state past its expiry is refused anyway): MRTR's advice for servers whose inputs
+    must be consumed at most once (a one-time redemption), enforced server-side."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, int] = {}
+        self._next_sweep = 0.0
+
+    def take(self, nonce: str, expires: int, now: float) -> bool:
+        """Mark ``nonce`` taken; False when it was already."""
+        if now >= self._next_sweep:
+            # Amortised: at most one sweep a minute keeps the table to the live states.
+            self._until = {n: exp for n, exp in self._until.items() if exp >= now}
+            self._next_sweep = now + 60.0
+        if nonce in self._until:
+            return False
+        self._until[nonce] = expires
+        return True
+
+    def __len__(self) -> int:
+        return len(self._until)
 
 
 @attrs.frozen(kw_only=True)

@@ -26,7 +26,7 @@ from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import CapabilityNotSupported
 from mcpactor.protocol.lifecycle import Role, State
 from mcpactor.protocol.modern import CachePolicy
-from mcpactor.protocol.mrtr import RequestStateCodec
+from mcpactor.protocol.mrtr import RequestStateCodec, SpentStates
 from mcpactor.server import skills as server_skills
 from mcpactor.server import tasks as server_tasks
 from mcpactor.server.content import _CONTENT_TYPES
@@ -117,6 +117,20 @@ def _after(signalled: int | None) -> None:
     # Ctrl-C still ends the caller's program as Ctrl-C does, once the sessions closed.
     if signalled == signal.SIGINT:
         raise KeyboardInterrupt
+
+
+def _warn_header_annotations(name: str, schema: dict[str, Any]) -> None:
+    """A tool whose ``x-mcp-header`` annotations break SEP-2243 is left out of
+    ``tools/list`` by every 2026-07-28 client over Streamable HTTP: say so when it is
+    registered, not when a user wonders where it went."""
+    from mcpactor.protocol.headers import invalid_header_annotation
+
+    reason = invalid_header_annotation(schema)
+    if reason is not None:
+        log.warning("tool %r: %s; clients over Streamable HTTP will leave it out of "
+                    "tools/list (SEP-2243: x-mcp-header names a header token, once, on a "
+                    "string, integer or boolean property reached through properties)",
+                    name, reason)
 
 
 def _first_line(doc: str | None) -> str | None:
@@ -213,6 +227,7 @@ class Server(Generic[LifespanT]):
         tasks: TaskOptions | None = None,
         request_state_key: bytes | str | None = None,
         request_state_ttl: float = 600.0,
+        request_state_single_use: bool = False,
         cache: CachePolicy | None = None,
         lifespan: Callable[[Server[LifespanT]], AbstractAsyncContextManager[LifespanT]]
         | Callable[[], AbstractAsyncContextManager[LifespanT]] | None = None,
@@ -233,9 +248,12 @@ class Server(Generic[LifespanT]):
         a random key per process; give every worker of a deployment the same key so any
         of them can resume a request; ``serve_http(state_key=)``, i.e. ``mcpactor run
         --state-key``/``$MCPACTOR_STATE_KEY``, replaces it), valid for
-        ``request_state_ttl`` seconds;
-        ``cache`` is the ``ttlMs``/``cacheScope`` put on list and read results
-        (default: 0 ms, private).
+        ``request_state_ttl`` seconds, bound to the request and the principal;
+        ``request_state_single_use`` takes each state once (a retry that presents it
+        again is -32602), for handlers whose inputs redeem something: held in this
+        process, so with several workers, a deployment that needs it routes a request's
+        rounds to one of them (see ``docs/architecture.md``); ``cache`` is the
+        ``ttlMs``/``cacheScope`` put on list and read results (default: 0 ms, private).
 
         ``lifespan``: ``fn(server)`` (or ``fn()``) returning an async context manager
         (an ``@asynccontextmanager`` function) entered once while the server is served;
@@ -277,6 +295,9 @@ class Server(Generic[LifespanT]):
         self.request_state_key = request_state_key
         self.request_state_ttl = request_state_ttl
         self.request_state_codec: RequestStateCodec | None = None
+        self.request_state_single_use = request_state_single_use
+        #: The single-use states already taken (see ``server/rounds.py``).
+        self.spent_request_states: SpentStates | None = None
         self.cache_policy = cache or CachePolicy()
         #: Open ``subscriptions/listen`` requests (2026-07-28).
         self.listen_hub = ListenHub()
@@ -411,6 +432,8 @@ class Server(Generic[LifespanT]):
                 import attrs as _attrs
 
                 sig = _attrs.evolve(sig, output_schema=out_schema)
+            if input_schema is not None:
+                _warn_header_annotations(tool_name, input_schema)
             tool = t.Tool(
                 name=tool_name,
                 title=title,

@@ -113,7 +113,11 @@ async def listen(rc: RequestContext, server: Server) -> dict[str, Any]:
         uris=frozenset(agreed.get("resourceSubscriptions", ())),
         mailbox=send,
     )
-    server.listen_hub.listeners.append(listener)
+    hub = server.listen_hub
+    hub.listeners.append(listener)
+    # The stream ends with an answer (the graceful close) when the session winds down:
+    # the server shutting down (Session.close(graceful=True)) or stdin closed.
+    forget = rc.session.when_winding_down(send.close)
     try:
         await rc.notify("notifications/subscriptions/acknowledged",
                         {"_meta": tag, "notifications": agreed})
@@ -121,6 +125,8 @@ async def listen(rc: RequestContext, server: Server) -> dict[str, Any]:
             async for method, params in receive:
                 await rc.notify(method, {**(params or {}), "_meta": tag})
     finally:
-        server.listen_hub.listeners.remove(listener)
+        forget()
+        hub.listeners.remove(listener)
         send.close()
     return {"_meta": tag}
+

@@ -19,6 +19,7 @@ from mcpactor.protocol.modern import MRTR_METHODS
 from mcpactor.protocol.mrtr import (
     InputRequired,
     RequestStateCodec,
+    SpentStates,
     input_required_result,
     params_digest,
     read_input_responses,
@@ -102,9 +103,14 @@ def open_rounds(rc: RequestContext, server: Server) -> None:
     fresh = read_input_responses(raw)
     earlier: dict[str, Any] = {}
     if raw is not None and "requestState" in raw:
+        spent = None
+        if server.request_state_single_use:
+            spent = server.spent_request_states
+            if spent is None:
+                spent = server.spent_request_states = SpentStates()
         earlier = codec_for(server).open(
             raw["requestState"], rc.method, params_digest(rc.method, raw), _principal(rc),
-            time.time(),
+            time.time(), spent=spent,
         )
     rc.state = Rounds(earlier, fresh)
 
@@ -113,7 +119,7 @@ def finish_rounds(rc: RequestContext, server: Server, need: InputRequired) -> di
     """The ``InputRequiredResult`` for a run that ended asking for input."""
     state = codec_for(server).seal(
         rc.method, params_digest(rc.method, rc.raw_params), _principal(rc), need.answers,
-        time.time(),
+        time.time(), nonce=os.urandom(12).hex() if server.request_state_single_use else None,
     )
     return input_required_result(need.requests, state)
 

@@ -60,9 +60,11 @@ async def serve_until_signalled(serve: Callable[[], Awaitable[None]]) -> int | N
 async def close_all_sessions(reason: str) -> None:
     """Close every session of this Trio run and wait (within their drain budgets) for
     them to end."""
+    # Graceful: an open subscriptions/listen stream ends with its completion result
+    # (2026-07-28), written before its session closes.
     sessions = live_sessions()
     for session in sessions:
-        session.close(reason)
+        session.close(reason, graceful=True)
     budget = max((s.limits.drain_timeout for s in sessions), default=0.0) + _GRACE
     with trio.move_on_after(budget):
         for session in sessions:

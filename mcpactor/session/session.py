@@ -152,6 +152,10 @@ class Session(WriterActor):
         self._root: trio.Nursery | None = None
         self._reader_scope = trio.CancelScope()
         self._eof = False
+        # Told when the session winds down gracefully (see when_winding_down); True
+        # once they were, so that the supervisor drains as it does at end of input.
+        self._on_wind_down: list[Callable[[], None]] | None = None
+        self._graceful = False
         self._idle: trio.Event | None = None
         self._init_writer()
         self.started = trio.Event()
@@ -207,7 +211,7 @@ class Session(WriterActor):
                     self.started.set()
                     ready.set()
                     await self._actor("reader", self._reader)
-                    if self._eof and self._scopes:
+                    if (self._eof or self._graceful) and self._scopes:
                         # A clean end of input (stdin closed after the last request) still
                         # gets its answers, within the drain budget.
                         self._emit("supervisor", "draining", {"in_flight": len(self._scopes)})
@@ -265,13 +269,44 @@ class Session(WriterActor):
         for rid in ids:
             self.connection.abandon_request(rid)
 
-    def close(self, reason: str = "closed by the application") -> None:
-        """End the session: stop reading; in-flight handlers are cancelled."""
+    def close(self, reason: str = "closed by the application", *, graceful: bool = False) -> None:
+        """End the session: stop reading; in-flight handlers are cancelled.
+
+        ``graceful`` (a server shutting down): the handlers that asked to be told
+        (:meth:`when_winding_down`: 2026-07-28 listen streams) finish with an answer
+        first, the session then draining as at the end of its input."""
         if self.close_reason is None:
             self.close_reason = reason
         if self._log is not None and not self._reader_scope.cancel_called:
-            self._external("close_requested", {"reason": reason})
+            self._external("close_requested",
+                           {"reason": reason, "graceful": True} if graceful else {"reason": reason})
+        if graceful and not self._reader_scope.cancel_called:
+            self._wind_down()
         self._reader_scope.cancel()
+
+    def _wind_down(self) -> None:
+        callbacks = self._on_wind_down
+        if callbacks:
+            self._graceful = True
+            for fn in list(callbacks):
+                fn()
+
+    def when_winding_down(self, fn: Callable[[], None]) -> Callable[[], None]:
+        """Call ``fn`` (without waiting) when the session starts to end gracefully: the
+        peer's input ended cleanly, or ``close(graceful=True)``. A handler meant to run
+        until cancelled (a 2026-07-28 ``subscriptions/listen``) can then finish with an
+        answer, within the drain budget, instead of being cut. Returns the function
+        that takes ``fn`` back."""
+        if self._eof or self._graceful:
+            fn()
+        if self._on_wind_down is None:
+            self._on_wind_down = []
+        self._on_wind_down.append(fn)
+
+        def forget() -> None:
+            if self._on_wind_down is not None and fn in self._on_wind_down:
+                self._on_wind_down.remove(fn)
+        return forget
 
     def _external(self, kind: str, data: dict[str, Any]) -> None:
         """Trace something done to this session by code the recording does not follow
@@ -353,6 +388,7 @@ class Session(WriterActor):
                 except trio.EndOfChannel:
                     self._eof = True
                     self.close_reason = self.close_reason or "end of input"
+                    self._wind_down()
                     if log is not None:
                         self._emit("reader", "transport_closed",
                                    {"yields": task._schedule_points - before})
@@ -707,8 +743,10 @@ class Session(WriterActor):
         on_progress: ProgressCallback | None = None,
         result_cls: Any = None,
         related_request: RequestId | None = None,
+        on_id: Callable[[RequestId], None] | None = None,
     ) -> Any:
-        """Send a request and wait for its result.
+        """Send a request and wait for its result (``on_id`` is told the request's id
+        before it is sent: what the peer's notifications about it will name).
 
         Raises :class:`RequestError`-like :class:`McpError` for an error answer,
         :class:`RequestTimeout` after the timeout (a cancellation is sent), and
@@ -718,9 +756,10 @@ class Session(WriterActor):
         if self.observer is not None:
             return await self.observer.call(
                 self._request, method, params, timeout=timeout, on_progress=on_progress,
-                result_cls=result_cls, related_request=related_request)
+                result_cls=result_cls, related_request=related_request, on_id=on_id)
         return await self._request(method, params, timeout=timeout, on_progress=on_progress,
-                                   result_cls=result_cls, related_request=related_request)
+                                   result_cls=result_cls, related_request=related_request,
+                                   on_id=on_id)
 
     async def _request(
         self,
@@ -731,6 +770,7 @@ class Session(WriterActor):
         on_progress: ProgressCallback | None,
         result_cls: Any,
         related_request: RequestId | None,
+        on_id: Callable[[RequestId], None] | None = None,
     ) -> Any:
         if self.closed.is_set():
             raise ConnectionClosed("the session is closed")
@@ -739,6 +779,8 @@ class Session(WriterActor):
         rid, data = self.connection.send_request(
             method, params, want_progress=on_progress is not None, result_cls=result_cls
         )
+        if on_id is not None:
+            on_id(rid)
         now = trio.current_time()
         waiter = Waiter(rid, method, timeout, on_progress, now)
         self.tracker.add(waiter)

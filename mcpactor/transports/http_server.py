@@ -474,6 +474,22 @@ class McpHttpApp:
             if not auto or (stream.done and not stream.mixed):
                 await self._answer_json(hs, stream, send, sid_header, status_of)
                 return
+        elif status_of is not None:
+            # 2026-07-28 with every answer an SSE stream: an error answer must still
+            # carry its HTTP status (404, 400), which a stream committed to 200 cannot.
+            # So wait as auto mode does; a lone error answer goes as JSON, the rest as SSE.
+            if not self._decided(stream, True, generation):
+                hs.active_requests += 1
+                try:
+                    if not await self._wait_decided(stream, True, generation, receive):
+                        return
+                finally:
+                    hs.active_requests -= 1
+                    hs.touch()
+            parts = [data for _, data in stream.after(0)]
+            if stream.done and not stream.mixed and len(parts) == 1 and status_of(parts[0]) != 200:
+                await self._answer_json(hs, stream, send, sid_header, status_of)
+                return
         priming = resumable and version is not None and versions.at_least(
             version, versions.V2025_11_25
         )

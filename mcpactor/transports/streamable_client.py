@@ -69,8 +69,11 @@ def _request_info(data: bytes) -> tuple[list[RequestId], str | None, list[Reques
     return ids, method, cancels
 
 
-def _modern_headers(data: bytes) -> list[tuple[str, str]] | None:
-    """The headers of a stateless (2026-07-28) request, None for any other message."""
+def _modern_headers(
+    data: bytes, tool_schemas: dict[str, Any]
+) -> list[tuple[str, str]] | None:
+    """The headers of a stateless (2026-07-28) request, None for any other message
+    (``tool_schemas``: each listed tool's ``inputSchema``, for ``Mcp-Param-*``)."""
     if data.find(b"io.modelcontextprotocol/protocolVersion") < 0:
         return None
     try:
@@ -84,8 +87,11 @@ def _modern_headers(data: bytes) -> list[tuple[str, str]] | None:
     version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
     if not isinstance(version, str):
         return None
-    return [("mcp-protocol-version", version),
-            *((k.lower(), v) for k, v in request_headers(obj["method"], params).items())]
+    name = params.get("name") if isinstance(params, dict) else None
+    schema = tool_schemas.get(name) if obj["method"] == "tools/call" and isinstance(
+        name, str) else None
+    headers = request_headers(obj["method"], params, schema)
+    return [("mcp-protocol-version", version), *((k.lower(), v) for k, v in headers.items())]
 
 
 class StreamableHttpClientTransport(Transport):
@@ -111,6 +117,13 @@ class StreamableHttpClientTransport(Transport):
         self.open_get_stream = open_get_stream
         self.session_id: str | None = None
         self.protocol_version: str | None = None
+        #: Each listed tool's ``inputSchema`` by name, kept by the client from
+        #: ``tools/list`` in the stateless era: a ``tools/call`` mirrors the arguments
+        #: the schema marks with ``x-mcp-header`` into ``Mcp-Param-*`` (SEP-2243).
+        self.tool_schemas: dict[str, Any] = {}
+        #: Each stateless request in flight → the scope of its POST (cancelling the
+        #: request cancels it, closing the connection).
+        self._modern: dict[RequestId, trio.CancelScope] = {}
         self._in_send, self._in_recv = trio.open_memory_channel[bytes](math.inf)
         self._answered: dict[RequestId, trio.Event] = {}
         #: Requests we cancelled: their streams are cut at once (no answer comes, and
@@ -182,6 +195,7 @@ class StreamableHttpClientTransport(Transport):
         if self._init_id is not None and self._init_id in ids:
             self._learn_version(data)
         for rid in ids:
+            self._modern.pop(rid, None)
             ev = self._answered.pop(rid, None)
             if ev is not None:
                 ev.set()
@@ -211,21 +225,33 @@ class StreamableHttpClientTransport(Transport):
 
     async def _post(self, data: bytes) -> None:
         ids, method, cancels = _request_info(data)
+        stateless = 0
         for rid in cancels:
             # A cancelled request gets no response: stop waiting (and resuming) for it.
             ev = self._answered.pop(rid, None)
             if ev is not None:
                 self._cancelled.add(rid)
                 ev.set()
+            scope = self._modern.pop(rid, None)
+            if scope is not None:
+                # 2026-07-28: closing the request's stream (its connection) is the
+                # cancellation; there is no session to POST notifications/cancelled to.
+                scope.cancel()
+                stateless += 1
+        if cancels and not ids and stateless == len(cancels):
+            return
         if method == "initialize":
             self._init_request = orjson.loads(data)
             self._init_id = ids[0]
         for rid in ids:
             self._answered[rid] = trio.Event()
-        headers = _modern_headers(data) if ids else None
+        headers = _modern_headers(data, self.tool_schemas) if ids else None
         if headers is None:
             headers = [*self._headers(), ("content-type", "application/json")]
         else:
+            scope = trio.CancelScope()
+            for rid in ids:
+                self._modern[rid] = scope
             # 2026-07-28: no session; the version and the SEP-2243 mirrors per POST.
             headers = [("accept", "application/json, text/event-stream"),
                        *self.extra_headers.items(), ("content-type", "application/json"),
@@ -248,11 +274,16 @@ class StreamableHttpClientTransport(Transport):
     async def _finish_post(
         self, pending: PendingResponse, data: bytes, ids: list[RequestId], method: str | None
     ) -> None:
-        try:
-            await self._finish_post_unguarded(pending, data, ids, method)
-        except (HttpClientError, ValueError) as exc:
-            # A broken connection or a garbled answer fails these requests, not the session.
-            self._fail(ids, f"HTTP request failed: {exc}")
+        scope = self._modern.get(ids[0]) if ids else None
+        with scope if scope is not None else trio.CancelScope():
+            try:
+                await self._finish_post_unguarded(pending, data, ids, method)
+            except (HttpClientError, ValueError) as exc:
+                # A broken connection or a garbled answer fails these requests, not the
+                # session.
+                self._fail(ids, f"HTTP request failed: {exc}")
+        for rid in ids:
+            self._modern.pop(rid, None)
 
     async def _finish_post_unguarded(
         self, pending: PendingResponse, data: bytes, ids: list[RequestId], method: str | None
@@ -326,8 +357,10 @@ class StreamableHttpClientTransport(Transport):
             if resp.content_type == "text/event-stream":
                 await self._read_sse(resp, ids)
                 return
-            body = await resp.read()
-            await resp.aclose()
+            try:
+                body = await resp.read()
+            finally:
+                await resp.aclose()
             if body.strip():
                 self._deliver(body)
             self._fail(ids, "the server's response did not answer the request")

@@ -171,7 +171,8 @@ async def _main(trace: Trace, subject: Any, scheduler: Scheduler,
                 await trio.sleep_until(origin + ev.t)
                 session = sessions.get(ev.session or "")
                 if session is not None and ev.kind == "close_requested":
-                    session.close(str(ev.data.get("reason")))
+                    session.close(str(ev.data.get("reason")),
+                                  graceful=ev.data.get("graceful") is True)
 
             for sid, events in by_session.items():
                 nursery.start_soon(serve, sid, events)

@@ -107,7 +107,8 @@ class Driver:
         if ev.kind == "close_requested":
             session = self.sessions.get(ev.session or "")
             if session is not None:
-                session.close(str(ev.data.get("reason")))
+                session.close(str(ev.data.get("reason")),
+                              graceful=ev.data.get("graceful") is True)
 
     async def run_client(self, options: dict[str, Any]) -> None:
         """Run the client code as the recording did (a client-side trace)."""

@@ -58,10 +58,18 @@ class Seen:
 class StubAuthServer:
     """The authorization server (see the module docstring)."""
 
-    def __init__(self, *, grantable: set[str] | None = None, token_lifetime: int = 3600) -> None:
+    def __init__(self, *, grantable: set[str] | None = None, token_lifetime: int = 3600,
+                 iss_supported: bool = False, iss: str = "correct") -> None:
         self.base = ""  # set once the port is known
+        #: RFC 9207: advertise ``authorization_response_iss_parameter_supported``, and
+        #: what ``iss`` the redirect carries: ``correct``, ``omit``, ``wrong`` (another
+        #: server's) or ``slash`` (the issuer with a trailing slash).
+        self.iss_supported = iss_supported
+        self.iss = iss
         self.key = ec.generate_private_key(ec.SECP256R1())
         self.kid = "stub-key-1"
+        #: Client ids differ between stubs (a client must not carry one to another).
+        self.kid_prefix = secrets.token_hex(3) + "-"
         #: Scopes the server ever grants (None: whatever is asked).
         self.grantable = grantable
         self.token_lifetime = token_lifetime
@@ -107,7 +115,13 @@ class StubAuthServer:
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
             "scopes_supported": ["mcp:read", "mcp:admin", "offline_access"],
+            **({"authorization_response_iss_parameter_supported": True}
+               if self.iss_supported else {}),
         }
+
+    def _iss(self) -> dict[str, str]:
+        return {"correct": {"iss": self.base}, "omit": {}, "slash": {"iss": self.base + "/"},
+                "wrong": {"iss": "https://evil.example.com"}}[self.iss]
 
     def _grant(self, scope: str | None) -> str:
         asked = (scope or "").split()
@@ -146,7 +160,7 @@ class StubAuthServer:
         if path == "/jwks":
             return 200, self.jwks(), {}
         if path == "/register":
-            cid = f"client-{len(self.clients) + 1}"
+            cid = f"client-{self.kid_prefix}{len(self.clients) + 1}"
             body = orjson.loads(seen.form.get("_json", "{}"))
             method = body.get("token_endpoint_auth_method", "client_secret_basic")
             info = {"client_id": cid, **({"client_secret": secrets.token_urlsafe(12)} if method != "none" else {}),
@@ -160,7 +174,8 @@ class StubAuthServer:
             self.codes[code] = {"challenge": q["code_challenge"], "client_id": q["client_id"],
                                 "scope": self._grant(q.get("scope")), "resource": q.get("resource"),
                                 "redirect_uri": q.get("redirect_uri")}
-            loc = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", ""), "iss": self.base})
+            loc = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", ""),
+                                                        **self._iss()})
             return 302, None, {"location": loc}
         if path == "/token":
             return self._token(seen)

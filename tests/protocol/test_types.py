@@ -266,7 +266,7 @@ _EXPECTED_METHODS = {
     "elicitation/create", "notifications/elicitation/complete", "roots/list",
     "notifications/roots/list_changed", "tasks/get", "tasks/result", "tasks/list",
     "tasks/cancel", "notifications/tasks/status", "skills/list", "skills/get",
-    "resources/directory/read",
+    "resources/directory/read", "notifications/subscriptions/acknowledged",
 }  # fmt: skip
 
 
@@ -279,7 +279,8 @@ def test_method_table_is_complete_and_consistent() -> None:
         assert (spec.result_cls is None) == (spec.kind == "notification"
                                              or name == "tasks/result")
         assert spec.params_cls is not None
-        assert spec.since in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+        assert spec.since in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25",
+                              "2026-07-28")
     call = methods.request_spec("tools/call")
     assert call is not None and call.params_cls is mt.CallToolRequestParams
     assert methods.request_spec("notifications/progress") is None

@@ -9,7 +9,7 @@ import trio
 
 from mcpactor.client import Client, ClientHandlers
 from mcpactor.client.script import ClientScript
-from mcpactor.protocol.types import CreateMessageResult, TextContent
+from mcpactor.protocol.types import CreateMessageResult, ElicitResult, TextContent
 
 #: What the sampling handler was asked, run by run (the replay runs it again).
 SAMPLED: list[str] = []
@@ -53,3 +53,39 @@ async def one_at_a_time(client: Client) -> list[str]:
 
 def not_async(client: Client) -> None:
     """A mistake: client code must be ``async def``."""
+
+
+# -- 2026-07-28 (stateless) traffic, against examples/everything_server.py ------------
+
+#: Called once the second subscription is acknowledged (the recording test stops the
+#: server there); empty in a replay.
+ON_LISTENING: list[Any] = []
+
+
+async def _elicit(params: Any) -> ElicitResult:
+    return ElicitResult(action="accept",
+                        content={"name": "Ann"} if "name" in params.message else {"color": "teal"})
+
+
+async def _modern(client: Client) -> None:
+    """Two input_required rounds, a listen stream that hears three changes and is left,
+    and a second one that the server ends gracefully as it shuts down."""
+    result = await client.call_tool("test_input_required_result_multi_round", {})
+    assert result.content[0].text == "Ann likes teal"  # type: ignore[union-attr]
+    async with client.listen(tools=True, resource_uris=["test://watched-resource"]) as sub:
+        await client.call_tool("test_update_watched_resource", {})
+        await client.call_tool("test_trigger_tool_change", {})
+        await client.call_tool("test_trigger_tool_change", {})
+        seen = [(await sub.next(timeout=5)).method for _ in range(3)]
+        assert seen == ["notifications/resources/updated",
+                        "notifications/tools/list_changed",
+                        "notifications/tools/list_changed"]
+    async with client.listen(prompts=True) as last:
+        while ON_LISTENING:
+            ON_LISTENING.pop()()
+        assert [note async for note in last] == []
+        assert last.ended == "complete"
+
+
+#: Connected in the default mode: the discover probe is part of the recording too.
+modern = ClientScript(main=_modern, handlers=ClientHandlers(elicitation=_elicit))

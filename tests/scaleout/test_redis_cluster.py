@@ -216,15 +216,19 @@ async def test_owner_killed_mid_stream_resumes_on_another_worker(
             assert new_owner != owner and new_owner in d.pids()
 
 
-async def test_our_client_through_the_balancer(deployment: Deployment) -> None:
-    # A handshake session (Mcp-Session-Id), owned by one worker whatever worker the
-    # balancer picks: the legacy mode (in auto mode a 2026 client needs no owner).
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_our_client_through_the_balancer(deployment: Deployment, mode: str) -> None:
     with trio.fail_after(30):
-        async with connect_http(deployment.url, mode="legacy") as client:
+        async with connect_http(deployment.url, mode=mode) as client:
             seen: list[float] = []
             owners = {str((await client.call_tool("whoami", {})).content[0].text)  # type: ignore[union-attr]
-                      for _ in range(4)}
-            assert len(owners) == 1
+                      for _ in range(6)}
+            if mode == "legacy":
+                assert len(owners) == 1  # one session, served by its owner
+            else:
+                # 2026-07-28: no session; each request is served where it lands.
+                assert client.protocol_version == "2026-07-28"
+                assert {int(o) for o in owners} <= set(deployment.pids())
             result = await client.call_tool(
                 "slow_count", {"n": 3, "delay": 0.05},
                 on_progress=lambda p, total, message: seen.append(p))
@@ -235,9 +239,15 @@ async def test_our_client_through_the_balancer(deployment: Deployment) -> None:
 async def test_redis_restart_is_a_clear_error_then_recovers(deployment: Deployment) -> None:
     d = deployment
     with trio.fail_after(60):
-        async with connect_http(d.url, mode="legacy") as client:
+        # Sessions (the handshake era) live in the shared store; 2026-07-28 requests
+        # have none and need no store at all.
+        async with connect_http(d.url, mode="legacy") as client, \
+                connect_http(d.url) as stateless:
             await client.call_tool("whoami", {})
+            assert stateless.protocol_version == "2026-07-28"
             d.redis.kill()
+            for _ in range(3):
+                assert (await stateless.call_tool("whoami", {})).content
             errors: list[str] = []
             for _ in range(6):
                 try:
