@@ -478,15 +478,17 @@ class Client:
         def register(rid: RequestId) -> None:
             handler.subscriptions[rid] = sub
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(sub.run, register)
-            try:
-                await sub.wait_acknowledged(ack_timeout)
-                yield sub
-            finally:
-                nursery.cancel_scope.cancel()
-                if sub.id is not None:
-                    handler.subscriptions.pop(sub.id, None)
+        # A refused listen (or the block's own error) leaves as itself, not as a group.
+        with plain_errors():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(sub.run, register)
+                try:
+                    await sub.wait_acknowledged(ack_timeout)
+                    yield sub
+                finally:
+                    nursery.cancel_scope.cancel()
+                    if sub.id is not None:
+                        handler.subscriptions.pop(sub.id, None)
 
     @asynccontextmanager
     async def _listen_handshake(

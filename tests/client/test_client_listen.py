@@ -22,7 +22,6 @@ import trio
 from mcpactor import ClientHandlers, Server
 from mcpactor.client.client import connect_stdio, connect_transport
 from mcpactor.client.remote import connect_http
-from mcpactor.protocol.errors import CapabilityNotSupported
 from mcpactor.session.limits import Limits
 from mcpactor.transports.http_serve import serve_http
 from mcpactor.transports.memory import memory_pair
@@ -282,9 +281,22 @@ async def test_a_server_may_end_a_listen_by_cancelling_it() -> None:
             assert sub.ended == "cancelled"
 
 
-async def test_a_handshake_session_has_no_listen() -> None:
+async def test_the_same_listen_in_a_handshake_session() -> None:
+    # No subscriptions/listen before 2026-07-28: the block subscribes to the URIs, and
+    # the subscription hears what its filter takes, as it would over a listen.
     with trio.fail_after(30):
         async with connect_stdio([sys.executable, EXAMPLE], mode="legacy") as client:
-            with pytest.raises(CapabilityNotSupported, match="2026-07-28"):
-                async with client.listen(tools=True):
-                    pass
+            assert not client.stateless
+            async with client.listen(tools=True, resource_uris=[WATCHED]) as sub:
+                assert (sub.acknowledged or {}).get("resourceSubscriptions") == [WATCHED]
+                await client.call_tool("test_update_watched_resource", {})
+                await client.call_tool("test_trigger_tool_change", {})
+                got = {(await sub.next(timeout=5)).method for _ in range(2)}
+                assert got == {"notifications/resources/updated",
+                               "notifications/tools/list_changed"}
+                await client.call_tool("test_trigger_tool_change", {})  # put it back
+                assert (await sub.next(timeout=5)).method == \
+                    "notifications/tools/list_changed"
+            # Left the block: unsubscribed, and the iteration has ended.
+            with pytest.raises(StopAsyncIteration):
+                await sub.next(timeout=1)
