@@ -15,17 +15,19 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
 if TYPE_CHECKING:
-    from mcpactor.auth.verifier import AccessToken
     from mcpactor.protocol.jsonrpc import RequestId
 
 __all__ = ["SessionAuth", "SessionState"]
 
 T = TypeVar("T")
+#: The token type of :class:`SessionAuth` (the auth layer's ``AccessToken``, which this
+#: layer does not import).
+TokenT = TypeVar("TokenT")
 
 
 class SessionState:
@@ -65,17 +67,17 @@ REQUEST_TOKENS_MAX = 4096
 
 
 @attrs.define
-class SessionAuth:
+class SessionAuth(Generic[TokenT]):
     """[auth] The OAuth tokens of one session: the one it was opened with (replaced by
     a later one of the same principal, which may carry more scopes after a step-up)
     and the one each recent request came with."""
 
     #: The token of the request that opened the session (None: opened without one).
-    owner: AccessToken | None = None
+    owner: TokenT | None = None
     #: Request id → the token of the HTTP request that carried it (bounded).
-    by_request: OrderedDict[RequestId, AccessToken] = attrs.Factory(OrderedDict)
+    by_request: OrderedDict[RequestId, TokenT] = attrs.Factory(OrderedDict)
 
-    def note(self, request_id: RequestId, token: AccessToken) -> None:
+    def note(self, request_id: RequestId, token: TokenT) -> None:
         """Remember that ``token`` carried request ``request_id``."""
         table = self.by_request
         table[request_id] = token
@@ -83,7 +85,7 @@ class SessionAuth:
         while len(table) > REQUEST_TOKENS_MAX:
             table.popitem(last=False)
 
-    def token_for(self, request_id: RequestId | None) -> AccessToken | None:
+    def token_for(self, request_id: RequestId | None) -> TokenT | None:
         """The token of request ``request_id``, else the session's latest."""
         if request_id is not None:
             mine = self.by_request.get(request_id)

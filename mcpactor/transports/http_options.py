@@ -2,17 +2,47 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from mcpactor.transports.security import LOCAL_HOSTS
 
 if TYPE_CHECKING:
-    from mcpactor.auth.resource_server import ResourceServer
+    from mcpactor.session.session import Session
     from mcpactor.tracing.tracer import Tracer
+    from mcpactor.transports.asgi import Scope, Send
+    from mcpactor.transports.http_rules import Headers
 
-__all__ = ["HttpOptions"]
+__all__ = ["HttpAuth", "HttpOptions"]
+
+
+class HttpAuth(Protocol):
+    """What the HTTP server asks of the layer protecting it (an OAuth resource server:
+    :class:`mcpactor.auth.resource_server.ResourceServer`), passed in through
+    :attr:`HttpOptions.auth` so that the transport never imports the auth package."""
+
+    async def guard(self, scope: Scope, headers: Headers, protected: bool, send: Send) -> bool:
+        """Before the MCP app: True when this answered the request (metadata, refusal)."""
+        ...
+
+    async def check_items(self, tool_scopes: Callable[[str], Sequence[str]],
+                          items: Iterable[Any], send: Send) -> bool:
+        """The POSTed ``tools/call`` requests' scopes: True when refused."""
+        ...
+
+    def bind(self, session: Session) -> None:
+        """The request's principal owns the new ``session``."""
+        ...
+
+    def note_requests(self, session: Session, items: Iterable[Any]) -> None:
+        """Remember which token carried each of ``items``' requests."""
+        ...
+
+    def admits(self, session: Session) -> bool:
+        """Whether the current request's principal may use ``session``."""
+        ...
 
 # The built-in server's connection limits (its H11Options has the same defaults).
 KEEP_ALIVE_TIMEOUT = 5.0
@@ -69,7 +99,7 @@ class HttpOptions:
     #: writer's lag (mcpactor.observability.prometheus; needs ``mcpactor[prometheus]``).
     metrics_path: str | None = None
     #: [auth] OAuth 2.1 resource server protecting the endpoints (mcpactor.auth).
-    auth: ResourceServer | None = None
+    auth: HttpAuth | None = None
     # -- connections (the built-in server; hypercorn applies keep_alive_timeout only) --
     # They bound how long the server waits for a client, never a response (an SSE
     # stream may last for hours); see mcpactor.transports.h11_server.
