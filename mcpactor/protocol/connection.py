@@ -270,14 +270,7 @@ class Connection:
         if problem is not None:
             self._reject(rid, MethodNotFound(f"Method not found: {method} ({problem})"), out)
             return
-        params: Any = msg.params
-        if spec.params_cls is not None:
-            try:
-                params = from_wire(msg.params if msg.params is not None else {}, spec.params_cls)
-            except InvalidParams as exc:
-                self._reject(rid, exc, out)
-                return
-        self._accept_request(rid, method, params, msg.params, out)
+        self._accept_typed(spec, msg, out)
 
     def _receive_modern(self, msg: Request, out: list[Event]) -> None:
         """A stateless request (2026-07-28): checked against its own ``_meta``, never
@@ -319,14 +312,7 @@ class Connection:
         if problem is not None:
             self._reject(rid, MethodNotFound(f"Method not found: {method} ({problem})"), out)
             return
-        params: Any = msg.params
-        if spec.params_cls is not None:
-            try:
-                params = from_wire(msg.params if msg.params is not None else {}, spec.params_cls)
-            except InvalidParams as exc:
-                self._reject(rid, exc, out)
-                return
-        self._accept_request(rid, method, params, msg.params, out, meta)
+        self._accept_typed(spec, msg, out, meta)
 
     def _modern_gate(self, spec: MethodSpec) -> str | None:
         """Why a modern client may not call this method on us, or None."""
@@ -336,6 +322,21 @@ class Connection:
             cap = ".".join(spec.capability)
             return f"capability {cap!r} was not declared"
         return None
+
+    def _accept_typed(
+        self, spec: MethodSpec, msg: Request, out: list[Event],
+        meta: ModernRequest | None = None,
+    ) -> None:
+        """Read a request's params as its method's class (-32602 with the failing path
+        when they do not fit), then accept it, in either era."""
+        params: Any = msg.params
+        if spec.params_cls is not None:
+            try:
+                params = from_wire(msg.params if msg.params is not None else {}, spec.params_cls)
+            except InvalidParams as exc:
+                self._reject(msg.id, exc, out)
+                return
+        self._accept_request(msg.id, msg.method, params, msg.params, out, meta)
 
     def _accept_request(
         self,
