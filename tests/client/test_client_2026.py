@@ -4,16 +4,14 @@ handshake (``mode="legacy"``), against our everything server over stdio and HTTP
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from process_support import http_process
 
 from mcpactor.client.client import ClientHandlers, connect_stdio
 from mcpactor.client.remote import connect_http
@@ -38,22 +36,8 @@ HANDLERS = ClientHandlers(elicitation=_elicit, sampling=_sample,
 
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, EXAMPLE, "--transport", "http", "--port", str(port)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    for url, _ in http_process([sys.executable, EXAMPLE], cwd=ROOT):
+        yield url
 
 
 @pytest.mark.parametrize(("mode", "expected"), [

@@ -7,10 +7,8 @@ a handshake session refused with a clear error."""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 import trio
+from process_support import http_process
 
 from mcpactor import ClientHandlers, Server
 from mcpactor.client.client import connect_stdio, connect_transport
@@ -32,22 +31,7 @@ WATCHED = "test://watched-resource"
 
 
 def _http_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, EXAMPLE, "--transport", "http", "--port", str(port)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp", proc
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    yield from http_process([sys.executable, EXAMPLE], cwd=ROOT)
 
 
 @pytest.fixture(scope="module")

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import trio
 from interop_support import ROOT, SERVER_EVERYTHING_ENTRY
+from process_support import http_process
 
 from mcpactor import connect_http
 
@@ -48,22 +47,8 @@ def _run_ts(*args: str) -> dict[str, object]:
 
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, EXAMPLE, "--transport", "http", "--port", str(port)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    for url, _ in http_process([sys.executable, EXAMPLE], cwd=ROOT):
+        yield url
 
 
 def _check(out: dict[str, object]) -> None:

@@ -1,0 +1,35 @@
+"""Real server processes for tests in any folder (``tests/`` is on ``sys.path``)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["http_process"]
+
+
+def http_process(
+    argv: list[str], cwd: Path | str | None = None,
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Run ``argv + ["--transport", "http", "--port", PORT]`` on a free 127.0.0.1 port;
+    yields the MCP URL once it listens, and the process (terminated afterwards). For a
+    fixture: ``yield from http_process([...])``."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([*argv, "--transport", "http", "--port", str(port)],
+                            cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp", proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
