@@ -22,7 +22,7 @@ import trio
 from mcpactor.protocol.errors import ConnectionClosed
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.session.limits import Limits
-from mcpactor.tracing.tasks import TRACK
+from mcpactor.tracing.tasks import TRACK, Node
 from mcpactor.tracing.tracer import Compact
 from mcpactor.transports.base import Outgoing, Transport, TransportClosed
 
@@ -51,6 +51,9 @@ class WriterActor:
         self._queued = 0  # messages handed to the writer's mailbox, not yet taken out
         self._token_free: trio.Event | None = None
         self._out_broken = False
+        # The node a writing task carries inside the transport (Node.lend): one for the
+        # session, since only the holder of the write token writes.
+        self._io_spare: Node | None = None
 
     def _emit(self, actor: str, kind: str, data: dict[str, Any]) -> None:
         log = self._log
@@ -125,7 +128,13 @@ class WriterActor:
         before = task._schedule_points
         # Inside the transport the task carries its io node: the transport's reads and
         # tasks are not the session's (mcpactor.tracing.tasks).
-        token = TRACK.set(node.io()) if node is not None and node.task is task else None
+        if node is not None and node.task is task:
+            spare = self._io_spare
+            if spare is None:
+                spare = self._io_spare = Node(None, self.id)
+            token = TRACK.set(node.lend(spare))
+        else:
+            token = None
         try:
             await self.transport.send(batch)
         except TransportClosed as exc:
