@@ -1,15 +1,18 @@
 """Wiring OAuth into the HTTP client: :class:`AuthorizedPool`.
 
-An :class:`HttpPool` that puts ``Authorization: Bearer`` on every request to the MCP
-server's origin (never elsewhere: tokens are bound to their resource) and, when the
-answer is a 401 or a 403 ``insufficient_scope``, lets the :class:`OAuthClient` get a
-(better) token and sends the request again, at most ``max_authorizations`` times. The
+An :class:`HttpPool` that puts the access token on every request to the MCP server's
+origin (never elsewhere: tokens are bound to their resource): ``Authorization: Bearer``,
+or ``Authorization: DPoP`` with a fresh proof of the request for a DPoP-bound token.
+When the answer is a 401 or a 403 ``insufficient_scope``, it lets the
+:class:`OAuthClient` get a (better) token and sends the request again, at most
+``max_authorizations`` times; a 401 ``use_dpop_nonce`` is answered with a new proof
+carrying the server's nonce (twice at most), which costs no authorization. The
 Streamable HTTP transport uses it as it is, so every POST, GET and DELETE is covered.
 """
 
 from __future__ import annotations
 
-from mcpactor.auth.challenge import find_bearer
+from mcpactor.auth.challenge import find_challenge
 from mcpactor.auth.client_flow import OAuthClient
 from mcpactor.auth.errors import AuthorizationError
 from mcpactor.auth.metadata import origin_of
@@ -45,18 +48,36 @@ class _AuthPending(PendingResponse):
         self._request = (method, url, headers, body)
         self._token = token
 
+    async def _again(self) -> HttpResponse:
+        """The request sent once more, with the credentials (and a proof) of now."""
+        pool = self._auth_pool
+        method, url, headers, body = self._request
+        sent, self._token = await pool.auth.authorization_headers(method, url, headers)
+        pending = await HttpPool.send(pool, method, url, sent, body)
+        resp = await pending.response()
+        pool.auth.dpop.note_nonce(url, resp.headers)
+        return resp
+
     async def response(self) -> HttpResponse:
         """The answer, after as many authorizations as it takes (and is allowed)."""
         pool = self._auth_pool
         auth = pool.auth
         resp = await self._inner.response()
-        if self._request[0] == "DELETE":
-            return resp  # ending a session is not worth sending a user through a login
-        authorizations = 0
+        auth.dpop.note_nonce(self._request[1], resp.headers)
+        authorizations = nonce_retries = 0
         while resp.status in (401, 403):
             header = resp.headers.get("www-authenticate")
+            if auth.dpop.is_nonce_challenge(resp.status, resp.headers) and nonce_retries < 2:
+                # RFC 9449 §9: the resource server wants a proof with its nonce (now
+                # kept); the token is fine, so this is no new authorization.
+                await _drain(resp)
+                nonce_retries += 1
+                resp = await self._again()
+                continue
+            if self._request[0] == "DELETE":
+                return resp  # ending a session is not worth sending a user through a login
             if resp.status == 403:
-                ch = find_bearer(header)
+                ch = find_challenge(header)
                 if ch is None or ch.error != "insufficient_scope":
                     return resp
             await _drain(resp)
@@ -65,10 +86,7 @@ class _AuthPending(PendingResponse):
                     f"HTTP {resp.status} again after {authorizations} authorizations: giving up")
             await auth.handle_challenge(resp.status, header, self._token)
             authorizations += 1
-            method, url, headers, body = self._request
-            self._token = await auth.access_token()
-            pending = await HttpPool.send(pool, method, url, with_bearer(headers, self._token), body)
-            resp = await pending.response()
+            resp = await self._again()
         return resp
 
 
@@ -90,8 +108,8 @@ class AuthorizedPool(HttpPool):
         """Send with the current token; the answer handles challenges (see above)."""
         if origin_of(url) != self._origin:
             return await super().send(method, url, headers, body)
-        token = await self.auth.access_token()
-        inner = await super().send(method, url, with_bearer(headers, token), body)
+        sent, token = await self.auth.authorization_headers(method, url, headers)
+        inner = await super().send(method, url, sent, body)
         return _AuthPending(self, inner, method, url, headers, body, token)
 
     async def aclose(self) -> None:
