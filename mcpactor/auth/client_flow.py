@@ -152,10 +152,18 @@ class OAuthClient:
             self._tokens = stored
             self._loaded = True
         tokens = self._tokens
-        if tokens is not None and tokens.expired(self.clock()) and tokens.refresh_token:
-            async with self._lock:
-                if self._tokens is tokens:
-                    await self._refresh()
+        if tokens is not None and tokens.expired(self.clock()):
+            if tokens.refresh_token:
+                async with self._lock:
+                    if self._tokens is tokens:
+                        await self._refresh()
+            elif not self.grant.interactive and self.asm is not None:
+                # A machine's grant (client credentials, workload identity...) comes
+                # with no refresh token: run it again before the token lapses, rather
+                # than send one known to be expired. Its failure is this request's.
+                async with self._lock:
+                    if self._tokens is tokens:
+                        await self._authorize(self._scope)
         return self._tokens
 
     async def handle_challenge(self, status: int, www_authenticate: str | None,
