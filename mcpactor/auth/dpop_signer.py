@@ -18,6 +18,7 @@ from mcpactor.auth.challenge import parse_www_authenticate
 from mcpactor.auth.dpop import SUPPORTED_ALGORITHMS, DPoPKey, make_proof
 from mcpactor.auth.errors import AuthorizationError
 from mcpactor.auth.metadata import AuthorizationServerMetadata, ProtectedResourceMetadata, origin_of
+from mcpactor.extras import MissingExtra
 
 __all__ = ["DPOP_MODES", "DPoPMode", "DPoPSigner"]
 
@@ -100,7 +101,14 @@ class DPoPSigner:
             return None
         offered = asm.dpop_signing_alg_values_supported
         if self.key is None:
-            self.key = DPoPKey.generate(self._choose_alg(offered))
+            alg = self._choose_alg(offered)
+            try:
+                self.key = DPoPKey.generate(alg)
+            except MissingExtra as exc:
+                if self.mode == "auto" and not self.resource_requires:
+                    log.info("DPoP offered, but %s: going on with Bearer tokens", exc)
+                    return None
+                raise AuthorizationError(str(exc)) from exc
             log.debug("generated a DPoP key (%s)", self.key.alg)
         elif offered is not None and self.key.alg not in offered:
             raise AuthorizationError(

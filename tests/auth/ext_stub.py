@@ -501,15 +501,16 @@ async def _serve(nursery: trio.Nursery, app: Any, port: int = 0) -> str:
 
 
 @asynccontextmanager
-async def ext_stack(*, auth: ExtAuthServer | None = None,
+async def ext_stack(*, auth: ExtAuthServer | None = None, server: Server | None = None,
                     **gate_options: Any) -> AsyncIterator[ExtStack]:
-    """Start the authorization server and a gated mcpactor server on 127.0.0.1."""
+    """Start the authorization server and a gated mcpactor server (``server``, else
+    :func:`tiny_server`) on 127.0.0.1."""
     async with trio.open_nursery() as nursery:
         stub = auth or ExtAuthServer(dpop_algs=["ES256", "EdDSA", "PS256"])
         stub.base = await _serve(nursery, stub)
         port = free_port()
         mcp_url = f"http://127.0.0.1:{port}/mcp"
-        app = McpHttpApp(tiny_server(), HttpOptions())
+        app = McpHttpApp(server or tiny_server(), HttpOptions())
         await nursery.start(app.run)
         gate = DPoPGate(app, mcp_url, stub, **gate_options)
         base = await _serve(nursery, gate, port)

@@ -219,3 +219,23 @@ def test_ec_coordinates_keep_their_full_length() -> None:
     key = DPoPKey(private, "ES256")
     assert len(b64d(key.public_jwk["x"])) == 32 and len(b64d(key.public_jwk["y"])) == 32
     verify_proof(make_proof(key, "GET", URL), "GET", URL)
+
+
+def test_without_the_extra_dpop_is_skipped_or_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpactor.auth import dpop_signer
+    from mcpactor.extras import MissingExtra
+
+    def missing(alg: str = "ES256") -> DPoPKey:
+        raise MissingExtra("DPoP needs cryptography, which is not installed: "
+                           "pip install 'mcpactor[auth]'")
+
+    monkeypatch.setattr(dpop_signer.DPoPKey, "generate", missing)
+    offered = DPoPSigner("auto")
+    offered.note_challenge('Bearer realm="x", DPoP algs="ES256"')
+    assert offered.for_token_request(_asm(["ES256"])) is None  # Bearer will do
+    required = DPoPSigner("auto")
+    required.note_challenge('DPoP algs="ES256"')
+    with pytest.raises(AuthorizationError, match=r"pip install 'mcpactor\[auth\]'"):
+        required.for_token_request(_asm(["ES256"]))
+    with pytest.raises(AuthorizationError, match="DPoP needs cryptography"):
+        DPoPSigner("always").for_token_request(_asm(None))
