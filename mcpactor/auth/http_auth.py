@@ -29,6 +29,10 @@ def with_bearer(headers: list[tuple[str, str]] | None, token: str | None) -> lis
     return out
 
 
+def _has_proof(headers: list[tuple[str, str]]) -> bool:
+    return any(k == "dpop" for k, _ in headers)
+
+
 async def _drain(resp: HttpResponse) -> None:
     try:
         await resp.read(1024 * 1024)
@@ -41,18 +45,21 @@ class _AuthPending(PendingResponse):
 
     def __init__(self, pool: AuthorizedPool, inner: PendingResponse, method: str, url: str,
                  headers: list[tuple[str, str]] | None, body: bytes | None,
-                 token: str | None) -> None:
+                 token: str | None, proved: bool) -> None:
         # Not calling super().__init__: this wraps a PendingResponse, it owns no connection.
         self._auth_pool = pool
         self._inner = inner
         self._request = (method, url, headers, body)
         self._token = token
+        #: The request carried a DPoP proof (only then can a nonce make a difference).
+        self._proved = proved
 
     async def _again(self) -> HttpResponse:
         """The request sent once more, with the credentials (and a proof) of now."""
         pool = self._auth_pool
         method, url, headers, body = self._request
         sent, self._token = await pool.auth.authorization_headers(method, url, headers)
+        self._proved = _has_proof(sent)
         pending = await HttpPool.send(pool, method, url, sent, body)
         resp = await pending.response()
         pool.auth.dpop.note_nonce(url, resp.headers)
@@ -67,7 +74,8 @@ class _AuthPending(PendingResponse):
         authorizations = nonce_retries = 0
         while resp.status in (401, 403):
             header = resp.headers.get("www-authenticate")
-            if auth.dpop.is_nonce_challenge(resp.status, resp.headers) and nonce_retries < 2:
+            if (self._proved and nonce_retries < 2
+                    and auth.dpop.is_nonce_challenge(resp.status, resp.headers)):
                 # RFC 9449 §9: the resource server wants a proof with its nonce (now
                 # kept); the token is fine, so this is no new authorization.
                 await _drain(resp)
@@ -110,7 +118,7 @@ class AuthorizedPool(HttpPool):
             return await super().send(method, url, headers, body)
         sent, token = await self.auth.authorization_headers(method, url, headers)
         inner = await super().send(method, url, sent, body)
-        return _AuthPending(self, inner, method, url, headers, body, token)
+        return _AuthPending(self, inner, method, url, headers, body, token, _has_proof(sent))
 
     async def aclose(self) -> None:
         """Close the MCP connections and the OAuth flow's."""
