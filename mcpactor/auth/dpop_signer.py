@@ -4,8 +4,9 @@ with it: :class:`DPoPSigner`.
 It decides whether a token request asks for a DPoP-bound token (the client's ``dpop``
 mode and what the resource server said), holds the key (generated when first needed,
 for an algorithm both servers accept), signs each request's proof and keeps the nonces
-servers hand out (``DPoP-Nonce``, RFC 9449 §8 and §9), one per origin. Sans-I/O: the
-HTTP layers call it.
+servers hand out (``DPoP-Nonce``, RFC 9449 §8 and §9): a resource server's per origin,
+a token endpoint's per endpoint (the two may share a host without taking each other's
+nonces). Sans-I/O: the HTTP layers call it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from typing import Final, Literal
 
 from mcpactor.auth.challenge import parse_www_authenticate
-from mcpactor.auth.dpop import SUPPORTED_ALGORITHMS, DPoPKey, make_proof
+from mcpactor.auth.dpop import SUPPORTED_ALGORITHMS, DPoPKey, make_proof, proof_htu
 from mcpactor.auth.errors import AuthorizationError
 from mcpactor.auth.metadata import AuthorizationServerMetadata, ProtectedResourceMetadata, origin_of
 from mcpactor.extras import MissingExtra
@@ -139,29 +140,32 @@ class DPoPSigner:
 
     # -- proofs and nonces ---------------------------------------------------------------
 
-    def proof(self, method: str, url: str, *, access_token: str | None = None) -> str:
-        """A fresh proof for one request, with the nonce its server gave us last."""
+    @staticmethod
+    def _where(url: str, endpoint: bool) -> str:
+        return "endpoint " + proof_htu(url) if endpoint else origin_of(url)
+
+    def proof(self, method: str, url: str, *, access_token: str | None = None,
+              endpoint: bool = False) -> str:
+        """A fresh proof for one request, with the nonce its server gave us last
+        (``endpoint``: a token endpoint's, else the origin's)."""
         if self.key is None:
             raise AuthorizationError("no DPoP key: a DPoP-bound token needs the key it was "
                                      "bound to")
-        nonce = self._nonces.get(origin_of(url))
+        nonce = self._nonces.get(self._where(url, endpoint))
         return make_proof(self.key, method, url, access_token=access_token, nonce=nonce)
 
-    def note_nonce(self, url: str, headers: Mapping[str, str]) -> bool:
+    def note_nonce(self, url: str, headers: Mapping[str, str], *,
+                   endpoint: bool = False) -> bool:
         """Keep the ``DPoP-Nonce`` a response carries (any response may carry one);
         whether it carried a new one."""
         nonce = headers.get("dpop-nonce")
         if not nonce:
             return False
-        origin = origin_of(url)
-        if self._nonces.get(origin) == nonce:
+        where = self._where(url, endpoint)
+        if self._nonces.get(where) == nonce:
             return False
-        self._nonces[origin] = nonce
+        self._nonces[where] = nonce
         return True
-
-    def nonce_for(self, url: str) -> str | None:
-        """The nonce the server at ``url``'s origin asked for last."""
-        return self._nonces.get(origin_of(url))
 
     @staticmethod
     def is_nonce_challenge(status: int, headers: Mapping[str, str]) -> bool:

@@ -78,10 +78,11 @@ async def request_token(http: OAuthHttp, asm: AuthorizationServerMetadata, form:
             headers = authenticate(method, client, asm, body, private_key_pem=private_key_pem,
                                    algorithm=algorithm)
         if dpop is not None:
-            headers.append(("dpop", dpop.proof("POST", asm.token_endpoint)))
+            headers.append(("dpop", dpop.proof("POST", asm.token_endpoint, endpoint=True)))
         answer = await http.post_form(asm.token_endpoint, body, headers)
         data = answer.data
-        fresh_nonce = dpop is not None and dpop.note_nonce(asm.token_endpoint, answer.headers)
+        fresh_nonce = dpop is not None and dpop.note_nonce(asm.token_endpoint, answer.headers,
+                                                           endpoint=True)
         if answer.ok:
             break
         error = data.get("error") if isinstance(data, dict) else None

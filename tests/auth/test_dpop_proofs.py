@@ -182,6 +182,15 @@ def test_nonces_are_kept_per_origin() -> None:
     _, other = verify_proof(signer.proof("POST", "https://b.example/x"), "POST",
                             "https://b.example/x")
     assert "nonce" not in other
+    # A token endpoint on the same origin keeps its own nonce.
+    token = "https://a.example/oauth/token?x=1"
+    assert "nonce" not in verify_proof(signer.proof("POST", token, endpoint=True), "POST",
+                                       token)[1]
+    assert signer.note_nonce(token, {"dpop-nonce": "as-1"}, endpoint=True)
+    assert verify_proof(signer.proof("POST", token, endpoint=True), "POST",
+                        token)[1]["nonce"] == "as-1"
+    assert verify_proof(signer.proof("GET", "https://a.example/mcp"), "GET",
+                        "https://a.example/mcp")[1]["nonce"] == "n1"
     challenge = {"www-authenticate": 'DPoP error="use_dpop_nonce"', "dpop-nonce": "n2"}
     assert DPoPSigner.is_nonce_challenge(401, challenge)
     assert not DPoPSigner.is_nonce_challenge(403, challenge)
