@@ -41,7 +41,8 @@ __all__ = ["Router"]
 class Router:
     """The reader's loop and the routing of every inbound event (see the module)."""
 
-    __slots__ = ("dispatcher", "eof", "notifier", "outbound", "scope", "session", "writer")
+    __slots__ = ("dispatcher", "eof", "notifier", "outbound", "scope", "session", "stopped",
+                 "writer")
 
     def __init__(self, session: Session, dispatcher: Dispatcher, outbound: Outbound,
                  notifier: Notifier, writer: Writer) -> None:
@@ -52,8 +53,16 @@ class Router:
         self.writer = writer
         #: The reader's scope: cancelled to stop reading (the session is ending).
         self.scope = trio.CancelScope()
+        #: Told to stop (:meth:`stop`): the session is ending.
+        self.stopped = False
         #: The peer's input ended cleanly.
         self.eof = False
+
+    def stop(self) -> None:
+        """Stop reading: the session is ending."""
+        if not self.stopped:
+            self.stopped = True
+            self.scope.cancel()
 
     async def take(
         self, data: bytes, on_block: Callable[[], None] | None = None,

@@ -277,7 +277,7 @@ class Session:
         first, the session then draining as at the end of its input."""
         if self.close_reason is None:
             self.close_reason = reason
-        reading = not self.router.scope.cancel_called
+        reading = not self.router.stopped
         if self._log is not None and reading:
             self._external("close_requested",
                            {"reason": reason, "graceful": True} if graceful else {"reason": reason})
@@ -289,7 +289,7 @@ class Session:
         """Tell the supervisor the session ends: the reader stops (a tree's supervisor
         then drains or cancels the handlers); a scope's handlers, in their callers'
         tasks, are cancelled here (``drain``: at the end of the drain budget)."""
-        self.router.scope.cancel()
+        self.router.stop()
         if self._scoped:
             self.dispatcher.stop_inline(
                 trio.current_time() + self.limits.drain_timeout if drain else None)
@@ -356,7 +356,7 @@ class Session:
         ``parsed``: ``jsonrpc.parse(data)``, when the caller has it already.
         """
         router = self.router
-        if (not self.dispatcher.accepting or router.eof or router.scope.cancel_called
+        if (not self.dispatcher.accepting or router.eof or router.stopped
                 or self.writer.broken):
             raise ConnectionClosed("the session is closed")
         try:

@@ -38,9 +38,10 @@ class Writer:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self._out_send, self._out_recv = trio.open_memory_channel[Outgoing](
-            session.limits.outbound_buffer
-        )
+        # The mailbox, made when first needed (the tree's start, or a send before it):
+        # a request-scoped session never needs one.
+        self._out_send: trio.MemorySendChannel[Outgoing] | None = None
+        self._out_recv: trio.MemoryReceiveChannel[Outgoing] | None = None
         # The write token: who is writing to the transport now (writer or a handler).
         self._writing = False
         self._writer_holding = False
@@ -62,16 +63,19 @@ class Writer:
         if self.direct:
             await self._send_direct(data, related)
             return
+        mailbox = self._out_send
+        if mailbox is None:
+            mailbox = self._mailbox()[0]
         # send_nowait when the mailbox has room: no scheduler round trip per message.
         # Only a full mailbox (a slow peer) makes the sender wait — that is backpressure.
         # Counted before it is handed over: a parked writer receives the item directly,
         # so the channel's buffer alone cannot tell whether a message is pending.
         self._queued += 1
         try:
-            self._out_send.send_nowait((data, related))
+            mailbox.send_nowait((data, related))
         except trio.WouldBlock:
             try:
-                await self._out_send.send((data, related))
+                await mailbox.send((data, related))
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 self._queued -= 1
                 raise ConnectionClosed("the session is closed") from None
@@ -81,6 +85,18 @@ class Writer:
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             self._queued -= 1
             raise ConnectionClosed("the session is closed") from None
+
+    def _mailbox(
+        self,
+    ) -> tuple[trio.MemorySendChannel[Outgoing], trio.MemoryReceiveChannel[Outgoing]]:
+        send, recv = self._out_send, self._out_recv
+        if send is None or recv is None:
+            send, recv = trio.open_memory_channel[Outgoing](
+                self.session.limits.outbound_buffer)
+            self._out_send, self._out_recv = send, recv
+            if self.closed:
+                send.close()
+        return send, recv
 
     async def send_in_place(self, data: bytes, related: RequestId | None) -> None:
         """Send a handler's final message, writing it in place when nothing is queued
@@ -187,11 +203,12 @@ class Writer:
         """The session ends: what is queued is still written (the writer task takes it
         out, then stops); later sends raise ConnectionClosed."""
         self.closed = True
-        self._out_send.close()
+        if self._out_send is not None:
+            self._out_send.close()
 
     async def run(self) -> None:
         """The writer task: take what is queued, in batches, and write it."""
-        recv = self._out_recv
+        recv = self._mailbox()[1]
         receive_nowait = recv.receive_nowait
         async for first in recv:
             # Claimed before any yield, so no handler writes in place ahead of this batch.
