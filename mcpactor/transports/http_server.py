@@ -3,7 +3,9 @@
 One endpoint (``/mcp`` by default) takes POST (messages in; a JSON body or an SSE
 stream out), GET (the standalone SSE stream, or a resumption with ``Last-Event-ID``)
 and DELETE (end the session). Each HTTP session is one :class:`Session` actor tree run
-in the app's nursery; :mod:`.http_session` routes its output to the right stream.
+in the app's nursery (a 2026-07-28 request's session runs none: it serves its one
+request in the POST's task, :mod:`.http_modern`); :mod:`.http_session` routes its
+output to the right stream.
 The legacy HTTP+SSE transport (2024-11-05) is served next to it (:mod:`.legacy_sse`).
 
 Order of checks for every request, cheapest and most security-relevant first:

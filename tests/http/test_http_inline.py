@@ -81,7 +81,7 @@ async def test_a_quick_call_runs_in_the_posts_task(http_server: str) -> None:
             status, headers, body = await raw.simple("POST", _call(2, "where"))
             assert status == 200 and headers["content-type"] == "application/json"
             task_name = orjson.loads(body)["result"]["content"][0]["text"]
-            assert "_run_request" not in task_name
+            assert "run_request" not in task_name
             await raw.aclose()
 
 
