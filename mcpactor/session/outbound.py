@@ -184,6 +184,8 @@ class Outbound:
 
     def fail_all(self) -> None:
         """The session ended: every waiter fails with ConnectionClosed."""
+        if not self.tracker:
+            return
         session = self.session
         ids = self.tracker.fail_all(
             ConnectionClosed(f"the session ended ({session.close_reason or 'closed'})")

@@ -289,10 +289,12 @@ class Session:
         """Tell the supervisor the session ends: the reader stops (a tree's supervisor
         then drains or cancels the handlers); a scope's handlers, in their callers'
         tasks, are cancelled here (``drain``: at the end of the drain budget)."""
-        self.router.stop()
         if self._scoped:
+            self.router.stopped = True  # no reader to cancel
             self.dispatcher.stop_inline(
                 trio.current_time() + self.limits.drain_timeout if drain else None)
+        else:
+            self.router.stop()
 
     def _wind_down(self) -> None:
         callbacks = self._on_wind_down
