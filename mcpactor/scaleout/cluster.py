@@ -16,7 +16,7 @@ one worker: its *owner*. What the shared store adds (keys under ``prefix``):
   responses to the requests it relayed to others.
 - ``bc``: the channel broadcast notifications fan out on.
 - ``t:``, ``tl:``, ``tc:``, ``tx:``: tasks (:mod:`.task_store`), which any worker
-  answers for.
+  answers for, and whose messages reach sessions of every worker (:mod:`.task_relay`).
 
 A request for a session of another worker (any load balancer, no stickiness) is
 *relayed*: its method, headers and body go to the owner's inbox, the owner runs it
@@ -50,6 +50,7 @@ from mcpactor.protocol import jsonrpc
 from mcpactor.protocol.errors import INTERNAL_ERROR
 from mcpactor.scaleout.signing import StateSigner
 from mcpactor.scaleout.state import Entry, SharedState, SharedStateError
+from mcpactor.scaleout.task_relay import TaskRelay
 from mcpactor.scaleout.task_store import install_shared_tasks
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Scope, Send
@@ -185,7 +186,9 @@ class Cluster:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 if tasks is not None:
-                    nursery.start_soon(tasks.serve_cancels, runtime.cancel_local)
+                    relay = TaskRelay(self, tasks, runtime)
+                    runtime.peers = relay
+                    nursery.start_soon(relay.run)
                 nursery.start_soon(self._heartbeat)
                 nursery.start_soon(self._read_inbox)
                 nursery.start_soon(self._listen_broadcasts)
@@ -195,6 +198,7 @@ class Cluster:
         finally:
             app.endpoint.set_fanout(None)
             runtime.store = local_tasks
+            runtime.peers = None
             self._nursery = None
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 try:
