@@ -48,6 +48,7 @@ import trio
 
 from mcpactor.protocol import jsonrpc
 from mcpactor.protocol.errors import INTERNAL_ERROR
+from mcpactor.scaleout.group_commit import GroupCommit
 from mcpactor.scaleout.signing import StateSigner
 from mcpactor.scaleout.state import Entry, SharedState, SharedStateError
 from mcpactor.scaleout.task_relay import TaskRelay
@@ -126,6 +127,8 @@ class Cluster:
     ) -> None:
         self.state = state
         self.options = options or ClusterOptions()
+        #: Every append to a log (event logs, inboxes) goes through it: batched.
+        self.appends = GroupCommit(state)
         #: Signs state that clients carry from worker to worker (``--state-key``).
         self.signer = signer
         #: This worker's name in the store (random: a restarted worker is a new one).
@@ -189,6 +192,7 @@ class Cluster:
                     relay = TaskRelay(self, tasks, runtime)
                     runtime.peers = relay
                     nursery.start_soon(relay.run)
+                nursery.start_soon(self.appends.run)
                 nursery.start_soon(self._heartbeat)
                 nursery.start_soon(self._read_inbox)
                 nursery.start_soon(self._listen_broadcasts)
@@ -300,7 +304,7 @@ class Cluster:
         """A POST opened ``stream`` for ``ids``: logged before the requests run. False
         (503 sent, the stream abandoned) if the store failed."""
         try:
-            await self._do(lambda: self.state.append(
+            await self._do(lambda: self.appends.append(
                 self._key("e", hs.id), {"k": b"o", "n": b"%d" % stream.no, "i": _json(ids)},
                 max_len=self.options.max_log, ttl=self.options.session_ttl))
         except SharedStateError as exc:
@@ -324,10 +328,10 @@ class Cluster:
                 entry["a"] = _json([stream.no, ids])
             entries.append(entry)
         key = self._key("e", hs.id)
+        o = self.options
         try:
-            for entry in entries:
-                await self._do(lambda entry=entry: self.state.append(  # type: ignore[misc]
-                    key, entry, max_len=self.options.max_log, ttl=self.options.session_ttl))
+            await self._do(lambda: self.appends.append_all(
+                [(key, entry, o.max_log, o.session_ttl) for entry in entries]))
         except SharedStateError:
             # The message still goes out: refusing it would break the session over a
             # store outage. Only a takeover during the outage can miss it.
@@ -441,7 +445,7 @@ class Cluster:
         started = False
         try:
             try:
-                await self._do(lambda: self.state.append(inbox, {
+                await self._do(lambda: self.appends.append(inbox, {
                     "k": b"r", "t": token.encode(), "f": self.id.encode(),
                     "me": str(scope.get("method", "GET")).encode(),
                     "pa": str(scope.get("path", "")).encode(),
@@ -485,7 +489,7 @@ class Cluster:
             if left.cancelled_caught:
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
                     try:
-                        await self.state.append(inbox, {"k": b"g", "t": token.encode()},
+                        await self.appends.append(inbox, {"k": b"g", "t": token.encode()},
                                                 max_len=self.options.max_inbox,
                                                 ttl=self.options.inbox_ttl)
                     except SharedStateError:
@@ -590,7 +594,7 @@ class Cluster:
         try:
             # Said before anything runs: a request not taken is run elsewhere if this
             # worker stops, one taken never is (its outcome is unknown).
-            await self.state.append(inbox, {"k": b"a", "t": token.encode()},
+            await self.appends.append(inbox, {"k": b"a", "t": token.encode()},
                                     max_len=self.options.max_inbox, ttl=self.options.inbox_ttl)
         except SharedStateError as exc:
             self._failed(exc)
@@ -605,21 +609,26 @@ class Cluster:
             await gone.wait()
             return {"type": "http.disconnect"}
 
+        head: list[dict[str, bytes]] = []
+
         async def send(message: dict[str, Any]) -> None:
             nonlocal finished
             if gone.is_set():
                 raise trio.BrokenResourceError("the relaying worker's client left")
             if message["type"] == "http.response.start":
-                out = {"k": b"s", "t": token.encode(), "st": b"%d" % message["status"],
-                       "h": _headers_out(list(message.get("headers", [])))}
-            else:
-                more = bool(message.get("more_body", False))
-                out = {"k": b"b", "t": token.encode(), "d": bytes(message.get("body", b"")),
-                       "m": b"1" if more else b"0"}
-                finished = not more
+                # Held until the first body chunk, and sent with it in one write (as
+                # the HTTP server holds a head: a JSON answer is one write).
+                head.append({"k": b"s", "t": token.encode(), "st": b"%d" % message["status"],
+                             "h": _headers_out(list(message.get("headers", [])))})
+                return
+            more = bool(message.get("more_body", False))
+            out = [*head, {"k": b"b", "t": token.encode(), "d": bytes(message.get("body", b"")),
+                           "m": b"1" if more else b"0"}]
+            head.clear()
+            finished = not more
+            o = self.options
             try:
-                await self.state.append(inbox, out, max_len=self.options.max_inbox,
-                                        ttl=self.options.inbox_ttl)
+                await self.appends.append_all([(inbox, e, o.max_inbox, o.inbox_ttl) for e in out])
             except SharedStateError as exc:
                 self._failed(exc)
                 gone.set()
@@ -635,7 +644,7 @@ class Cluster:
             if not finished and not gone.is_set():
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
                     try:
-                        await self.state.append(inbox, {"k": b"x", "t": token.encode()},
+                        await self.appends.append(inbox, {"k": b"x", "t": token.encode()},
                                                 max_len=self.options.max_inbox,
                                                 ttl=self.options.inbox_ttl)
                     except SharedStateError:

@@ -3,7 +3,9 @@
 coredis runs on Trio (it is written on anyio). Keys are plain strings with ``PX`` time
 to live; logs are Redis streams (``XADD ... MAXLEN ~``, ``XRANGE``, ``XREAD BLOCK``);
 broadcast is pub/sub. Two multi-step operations are Lua scripts, so each is one atomic
-round trip: compare-and-set, and append-with-expiry.
+round trip: compare-and-set, and appends with expiry (one entry, or a batch of entries
+to several logs: :meth:`RedisState.append_many`). A script touching several keys needs
+them on one server: Redis Cluster is not supported (see ``docs/scale-out.md``).
 
 Every call is bounded by ``op_timeout`` (a blocking read by its own wait plus that):
 Redis down, restarting or not answering is a :class:`SharedStateError` naming the
@@ -14,7 +16,7 @@ recovers when Redis comes back.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -22,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 import attrs
 import trio
 
-from mcpactor.scaleout.state import Entry, SharedStateError
+from mcpactor.scaleout.state import Append, Entry, SharedStateError
 
 __all__ = ["RedisAddress", "RedisState", "open_redis_state", "parse_redis_url"]
 
@@ -39,10 +41,18 @@ end
 return 0
 """
 
+# Appends to one or more logs, in order: per key, ARGV holds the number of field and
+# value strings, MAXLEN, the TTL in ms (0: none), then the fields and values.
 _APPEND = """
-local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(ARGV, 3))
-if tonumber(ARGV[2]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return id
+local ids = {}
+local a = 1
+for i, key in ipairs(KEYS) do
+  local n = tonumber(ARGV[a])
+  ids[i] = redis.call('XADD', key, 'MAXLEN', '~', ARGV[a + 1], '*', unpack(ARGV, a + 3, a + 2 + n))
+  if tonumber(ARGV[a + 2]) > 0 then redis.call('PEXPIRE', key, ARGV[a + 2]) end
+  a = a + 3 + n
+end
+return ids
 """
 
 
@@ -178,11 +188,19 @@ class RedisState:
         self, log: str, fields: Mapping[str, bytes], *, max_len: int, ttl: float | None = None
     ) -> str:
         """See :meth:`SharedState.append`."""
-        args: list[Any] = [str(max_len), str(_ms(ttl))]
-        for name, value in fields.items():
-            args += [name, value]
-        result = await self._call("XADD", lambda c: c.eval(_APPEND, keys=[log], args=args))
-        return _text(result)
+        return (await self.append_many([(log, fields, max_len, ttl)]))[0]
+
+    async def append_many(self, appends: Sequence[Append]) -> list[str]:
+        """See :meth:`SharedState.append_many`: one script, one round trip."""
+        keys: list[str] = []
+        args: list[Any] = []
+        for log, fields, max_len, ttl in appends:
+            keys.append(log)
+            args += [str(2 * len(fields)), str(max_len), str(_ms(ttl))]
+            for name, value in fields.items():
+                args += [name, value]
+        result = await self._call("XADD", lambda c: c.eval(_APPEND, keys=keys, args=args))
+        return [_text(r) for r in result]
 
     async def read_range(self, log: str, after: str = "0", count: int | None = None) -> list[Entry]:
         """See :meth:`SharedState.read_range`."""

@@ -10,6 +10,7 @@ import pytest
 import trio
 from scaleout_support import RedisServer, need_programs
 
+from mcpactor.scaleout.group_commit import GroupCommit
 from mcpactor.scaleout.redis_state import open_redis_state, parse_redis_url
 from mcpactor.scaleout.signing import InvalidState, StateSigner
 from mcpactor.scaleout.state import MemoryState, SharedState, SharedStateError
@@ -80,6 +81,65 @@ async def test_logs(state: SharedState) -> None:
         with trio.fail_after(5):
             found = await state.read_new("l", ids[-1], timeout=3)
     assert [e[1]["n"] for e in found] == [b"new"]
+
+
+async def test_append_many_in_order_across_logs(state: SharedState) -> None:
+    ids = await state.append_many([
+        ("m1", {"n": b"0"}, 1000, None),
+        ("m2", {"n": b"a", "x": b"\x00"}, 1000, 0.2),
+        ("m1", {"n": b"1", "y": b"", "z": b"z"}, 1000, None),
+    ])
+    assert len(ids) == 3
+    assert [(i, f) for i, f in await state.read_range("m1")] == [
+        (ids[0], {"n": b"0"}), (ids[2], {"n": b"1", "y": b"", "z": b"z"})]
+    assert await state.read_range("m2") == [(ids[1], {"n": b"a", "x": b"\x00"})]
+    await trio.sleep(0.4)
+    assert await state.read_range("m2") == []  # its TTL ran out; m1 has none
+    assert len(await state.read_range("m1")) == 2
+
+
+async def test_group_commit_batches_concurrent_appends(state: SharedState) -> None:
+    batcher = GroupCommit(state)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(batcher.run)
+        await trio.sleep(0)
+        got: dict[int, str] = {}
+
+        async def one(n: int) -> None:
+            got[n] = await batcher.append("g", {"n": b"%d" % n}, max_len=1000)
+
+        async with trio.open_nursery() as writers:
+            for n in range(50):
+                writers.start_soon(one, n)
+        nursery.cancel_scope.cancel()
+    entries = await state.read_range("g")
+    # Every append stored once, under the id it was given; the 50 concurrent ones
+    # went in far fewer writes.
+    assert len(entries) == 50
+    assert {int(e[1]["n"]): e[0] for e in entries} == got
+    assert batcher.entries == 50 and batcher.writes < 10
+
+
+async def test_group_commit_failure_reaches_every_append(tmp_path: Path) -> None:
+    need_programs()
+    server = RedisServer(tmp_path)  # never started
+    with trio.fail_after(10):
+        async with open_redis_state(server.url, op_timeout=1) as redis:
+            batcher = GroupCommit(redis)
+            failures: list[str] = []
+
+            async def one() -> None:
+                with pytest.raises(SharedStateError) as err:
+                    await batcher.append("g", {"a": b"b"}, max_len=10)
+                failures.append(str(err.value))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(batcher.run)
+                async with trio.open_nursery() as writers:
+                    for _ in range(5):
+                        writers.start_soon(one)
+                nursery.cancel_scope.cancel()
+    assert len(failures) == 5 and all(str(server.port) in f for f in failures)
 
 
 async def test_publish_subscribe(state: SharedState) -> None:
