@@ -141,6 +141,8 @@ class Cluster:
         self._lost: set[str] = set()
         self._locks: dict[str, trio.Lock] = {}
         self._down_until = -math.inf
+        #: Store failures seen so far: a relay waiting across one may have lost pieces.
+        self._store_failures = 0
         self._nursery: trio.Nursery | None = None
 
     # -- keys -------------------------------------------------------------------------
@@ -154,6 +156,7 @@ class Cluster:
         return trio.current_time() >= self._down_until
 
     def _failed(self, exc: SharedStateError) -> None:
+        self._store_failures += 1
         if self._available():
             log.warning("shared state unavailable: %s (retrying in %.1fs)", exc,
                         self.options.retry_after)
@@ -456,6 +459,7 @@ class Cluster:
                 await self._unavailable(send, exc)
                 return True
             outcome = "owner-stopped"
+            failures = self._store_failures
             with trio.CancelScope() as left:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(asgi.watch_disconnect, receive, left)
@@ -463,6 +467,11 @@ class Cluster:
                         with trio.move_on_after(self.options.worker_ttl) as quiet:
                             kind, fields = await rx.receive()
                         if quiet.cancelled_caught:
+                            if self._store_failures != failures:
+                                # The store failed meanwhile: pieces of the answer
+                                # (or the request itself) may be lost with it.
+                                outcome = "store-failed"
+                                break
                             try:
                                 if await self._alive(owner):
                                     continue
@@ -498,6 +507,14 @@ class Cluster:
             if outcome == "done" or started:
                 # Started and cut off: the connection closes with the response
                 # incomplete, and the client resumes from its last event id.
+                return True
+            if outcome == "store-failed":
+                await asgi.send_error(send, HttpError(
+                    503, "Service Unavailable: the shared session store failed while this "
+                    "request was relayed to its session's worker"
+                    + ("; its outcome is unknown (retry it if that is safe)" if taken
+                       else "; it was not run: retry it"), INTERNAL_ERROR),
+                    [(b"retry-after", b"1")])
                 return True
             return await self._owner_stopped(owner, sid, scope, body, receive, send, taken)
         finally:

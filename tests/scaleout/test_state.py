@@ -102,7 +102,7 @@ async def test_group_commit_batches_concurrent_appends(state: SharedState) -> No
     batcher = GroupCommit(state)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(batcher.run)
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()  # batcher.run starts
         got: dict[int, str] = {}
 
         async def one(n: int) -> None:
