@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import secrets
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -131,8 +133,10 @@ class Cluster:
         self.appends = GroupCommit(state)
         #: Signs state that clients carry from worker to worker (``--state-key``).
         self.signer = signer
-        #: This worker's name in the store (random: a restarted worker is a new one).
-        self.id = worker_id or secrets.token_hex(6)
+        #: This worker's name in the store, in logs and in other workers' messages:
+        #: ``<host>-<pid>-<random>`` (a restarted worker is a new one). The host and
+        #: pid lead to its traces (their header says ``pid``).
+        self.id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.app: McpHttpApp | None = None
         self._waiting: dict[str, trio.MemorySendChannel[tuple[bytes, dict[str, bytes]]]] = {}
         self._serving: dict[str, trio.Event] = {}

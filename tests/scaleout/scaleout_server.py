@@ -88,3 +88,14 @@ async def approve(delay: float, ctx: Context) -> str:
     await trio.sleep(delay)
     answer = await ctx.elicit(f"approve? (worker {os.getpid()})", NAME_SCHEMA)
     return f"{(answer.content or {}).get('name')} approved in {os.getpid()}"
+
+
+@server.tool(task="optional")
+async def steps(n: int, ctx: Context) -> str:
+    """Report progress and log ``n`` times; the answer names no worker (a trace of it
+    replays on any machine). Runs as a task when asked."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n)
+        await ctx.info(f"step {i}")
+        await trio.sleep(0.01)
+    return f"{n} steps"
