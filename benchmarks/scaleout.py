@@ -224,8 +224,10 @@ def _throughput(target: Target, cfg: Config, mode: str, workers: int,
     no session in the stateless modes), one call in flight each."""
     with deployment(target, mode, workers, sticky=sticky) as d:
         pids = d.pids()
+        before = _machine_ticks()
         m = http_client.measure(HOST, d.port, conns=cfg.http_conns, duration=cfg.duration,
                                 warmup=cfg.warmup, watch=pids, stateless=mode == "modern")
+        after = _machine_ticks()
     cpu = m.extra.pop("cpu_s", {})
     per_call = {name: seconds / m.calls * 1e6 for name, seconds in cpu.items()}
     m.server_cpu_us_per_call = sum(v for k, v in per_call.items() if k.startswith("w"))
@@ -237,11 +239,29 @@ def _throughput(target: Target, cfg: Config, mode: str, workers: int,
     # machine's limit the rate was reached.
     cores = (sum(per_call.values()) + (m.driver_cpu_us_per_call or 0.0)) * m.calls_per_s / 1e6
     m.extra["cores_busy"] = cores
+    # The whole machine over the same stretch (warm-up included): what other programs
+    # took of its cores is what the deployment could not have.
+    machine = None
+    if before is not None and after is not None and after[1] > before[1]:
+        machine = (after[0] - before[0]) / (after[1] - before[1]) * (os.cpu_count() or 1)
+        m.extra["machine_cores_busy"] = machine
     m.extra["note"] = (f"{workers} worker{'s' if workers > 1 else ''}, CPU split {split}%, "
                        f"haproxy {lb:.0f} us/call"
                        + (f", redis {per_call['redis']:.0f} us/call" if "redis" in per_call
-                          else "") + f", {cores:.2f} cores busy")
+                          else "") + f"; cores busy: {cores:.2f} ours"
+                       + (f", {machine:.2f} machine" if machine is not None else ""))
     return m
+
+
+def _machine_ticks() -> tuple[int, int] | None:
+    """(busy, total) CPU ticks of the whole machine so far (Linux; None elsewhere)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
 
 
 def _register(name: str, mode: str, workers: int, doc: str, baseline: str | None = None,
