@@ -91,11 +91,15 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: flo
 class Deployment:
     """Workers, HAProxy and (Redis mode) redis-server, started and stopped together."""
 
-    def __init__(self, target: Target, mode: str, workers: int, *, sticky: bool = False) -> None:
+    def __init__(self, target: Target, mode: str, workers: int, *, sticky: bool = False,
+                 supervised: bool = False) -> None:
         self.target = target
         self.mode = mode
         self.count = workers
         self.sticky = sticky
+        #: One ``mcpactor run --workers N`` process (a supervisor and its N workers on
+        #: one shared socket) instead of N processes on ports of their own.
+        self.supervised = supervised
         self.redis: subprocess.Popen[bytes] | None = None
         self.redis_port: int | None = None
         self.workers: list[HttpServerProcess] = []
@@ -127,7 +131,9 @@ class Deployment:
             _wait_port(self.redis_port, self.redis, "redis-server")
             url = f"redis://{HOST}:{self.redis_port}/0"
         extra = [a.format(redis=url) for a in _MODE_ARGS[key]]
-        for i in range(self.count):
+        if self.supervised:
+            extra += ["--workers", str(self.count)]
+        for i in range(1 if self.supervised else self.count):
             port = free_port()
             argv = self.target.command("scaleout", port) + extra
             self.workers.append(HttpServerProcess(
@@ -208,9 +214,9 @@ backend workers
 
 @contextmanager
 def deployment(target: Target, mode: str, workers: int, *,
-               sticky: bool = False) -> Iterator[Deployment]:
+               sticky: bool = False, supervised: bool = False) -> Iterator[Deployment]:
     """A started :class:`Deployment` for the block."""
-    d = Deployment(target, mode, workers, sticky=sticky)
+    d = Deployment(target, mode, workers, sticky=sticky, supervised=supervised)
     try:
         d.start()
         yield d
@@ -219,10 +225,10 @@ def deployment(target: Target, mode: str, workers: int, *,
 
 
 def _throughput(target: Target, cfg: Config, mode: str, workers: int,
-                sticky: bool = False) -> Measurement:
+                sticky: bool = False, supervised: bool = False) -> Measurement:
     """Echo calls through HAProxy on ``cfg.http_conns`` connections (one session each,
     no session in the stateless modes), one call in flight each."""
-    with deployment(target, mode, workers, sticky=sticky) as d:
+    with deployment(target, mode, workers, sticky=sticky, supervised=supervised) as d:
         pids = d.pids()
         before = _machine_ticks()
         m = http_client.measure(HOST, d.port, conns=cfg.http_conns, duration=cfg.duration,
@@ -232,8 +238,9 @@ def _throughput(target: Target, cfg: Config, mode: str, workers: int,
     per_call = {name: seconds / m.calls * 1e6 for name, seconds in cpu.items()}
     m.server_cpu_us_per_call = sum(v for k, v in per_call.items() if k.startswith("w"))
     m.extra["cpu_us_per_call"] = per_call
-    shares = [per_call.get(f"w{i}", 0.0) for i in range(workers)]
-    split = "/".join(f"{100 * s / (sum(shares) or 1):.0f}" for s in shares)
+    shares = [per_call.get(f"w{i}", 0.0) for i in range(1 if supervised else workers)]
+    split = ("one supervisor" if supervised else
+             "/".join(f"{100 * s / (sum(shares) or 1):.0f}" for s in shares) + "%")
     lb = per_call.get("haproxy", 0.0)
     # Cores busy with this deployment and the driver over the window: how near the
     # machine's limit the rate was reached.
@@ -245,7 +252,7 @@ def _throughput(target: Target, cfg: Config, mode: str, workers: int,
     if before is not None and after is not None and after[1] > before[1]:
         machine = (after[0] - before[0]) / (after[1] - before[1]) * (os.cpu_count() or 1)
         m.extra["machine_cores_busy"] = machine
-    m.extra["note"] = (f"{workers} worker{'s' if workers > 1 else ''}, CPU split {split}%, "
+    m.extra["note"] = (f"{workers} worker{'s' if workers > 1 else ''}, CPU split {split}, "
                        f"haproxy {lb:.0f} us/call"
                        + (f", redis {per_call['redis']:.0f} us/call" if "redis" in per_call
                           else "") + f"; cores busy: {cores:.2f} ours"
@@ -265,13 +272,14 @@ def _machine_ticks() -> tuple[int, int] | None:
 
 
 def _register(name: str, mode: str, workers: int, doc: str, baseline: str | None = None,
-              sticky: bool = False) -> None:
+              sticky: bool = False, supervised: bool = False) -> None:
     def fn(target: Target, cfg: Config) -> Measurement:
-        return _throughput(target, cfg, mode, workers, sticky)
+        return _throughput(target, cfg, mode, workers, sticky, supervised)
 
     fn.__doc__ = doc
     fn.__name__ = name
-    workload(name, transport="scaleout", servers=MODE_SERVERS[mode], quick=False,
+    servers = {"mcpactor"} if supervised else MODE_SERVERS[mode]
+    workload(name, transport="scaleout", servers=servers, quick=False,
              optional=True, baseline=baseline)(fn)
 
 
@@ -285,6 +293,10 @@ _register("lb_2026_1w", "modern", 1,
 _register("lb_2026_2w", "modern", 2,
           "2026-07-28 requests, two workers behind HAProxy round-robin.",
           baseline="lb_2026_1w")
+_register("lb_2026_workers2", "modern", 2,
+          "2026-07-28 requests to one `mcpactor run --workers 2` behind HAProxy (the "
+          "kernel spreads HAProxy's connections over the workers of one socket).",
+          baseline="lb_2026_1w", supervised=True)
 _register("lb_sessions_1w", "memory", 1,
           "Stateful sessions in memory, one worker behind HAProxy.")
 _register("lb_redis_1w", "redis", 1,
