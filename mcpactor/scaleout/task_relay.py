@@ -264,11 +264,15 @@ class TaskRelay:
             if session is None:
                 await self._gone(message)
                 return
-            try:
-                await session.notify(str(message["m"]), message.get("p"),
-                                     related_request=message.get("r"))
-            except McpError:
-                await self._gone(message)
+            # In the log's order (progress stays in order), but bounded: a client that
+            # does not read must not hold up this worker's other task messages (a
+            # notification is best effort, as on one worker).
+            with trio.move_on_after(self.cluster.options.worker_ttl):
+                try:
+                    await session.notify(str(message["m"]), message.get("p"),
+                                         related_request=message.get("r"))
+                except McpError:
+                    await self._gone(message)
         elif kind == "ask":
             assert self._nursery is not None
             scope = trio.CancelScope()
