@@ -104,9 +104,14 @@ class RemoteSession(RemoteRequestor):
         """See :meth:`RemoteRequestor.notify` (handed to the holding worker's log)."""
         if self.closed.is_set():
             raise ConnectionClosed(f"session {self.id} is gone")
-        await self.relay.send(self.worker, {
-            "k": "note", "w": self.relay.worker, "s": self.id, "m": method,
-            "p": to_wire(params), "r": related_request})
+        try:
+            await self.relay.send(self.worker, {
+                "k": "note", "w": self.relay.worker, "s": self.id, "m": method,
+                "p": to_wire(params), "r": related_request})
+        except ConnectionClosed as exc:
+            # The store failed: the notification is lost (best effort, as one to a
+            # session that closed meanwhile), and the task goes on.
+            log.warning("a notification of a task to session %s was lost: %s", self.id, exc)
 
     async def request(
         self,
