@@ -42,7 +42,7 @@ import trio
 
 from mcpactor.observability import switch as observe
 from mcpactor.protocol import connection as pc
-from mcpactor.protocol.connection import Connection
+from mcpactor.protocol.connection import MAX_KEPT_TOKENS, Connection
 from mcpactor.protocol.errors import (
     ConnectionClosed,
     InternalError,
@@ -130,6 +130,8 @@ class Session(WriterActor):
         self.id = session_id or new_session_id()
         self.limits = limits
         self.tracker = RequestTracker()
+        # [tasks] Progress callbacks of answered requests that created a task.
+        self._kept_progress: dict[RequestId, ProgressCallback] = {}
         # The notifier's mailbox exists from its first job on (see _ensure_notifier).
         self._note_send: trio.MemorySendChannel[Callable[[], Awaitable[None]]] | None = None
         # Handler slots: a plain count (cheaper than a Semaphore on the per-request path).
@@ -453,8 +455,12 @@ class Session(WriterActor):
                 self._handlers.start_soon(self._run_request, ev, scope, batch)
         elif t is pc.ResponseReceived:
             assert isinstance(ev, pc.ResponseReceived)
-            if self.tracker.resolve(ev.id, ev.result) is None:
+            waiter = self.tracker.resolve(ev.id, ev.result)
+            if waiter is None:
                 self._emit("tracker", "response_dropped", {"id": ev.id, "reason": "no waiter"})
+            elif waiter.on_progress is not None and self.connection.keeps_progress(ev.id):
+                # [tasks] The answer created a task: its progress keeps coming.
+                self._keep_progress(ev.id, waiter.on_progress)
         elif t is pc.Reply:
             assert isinstance(ev, pc.Reply)
             if batch is not None:
@@ -828,9 +834,42 @@ class Session(WriterActor):
                 except ConnectionClosed:
                     pass
 
+    def _keep_progress(self, rid: RequestId, cb: ProgressCallback) -> None:
+        """[tasks] Progress for the answered request ``rid`` (it created a task, whose
+        progress token the connection keeps) goes on reaching ``cb``."""
+        kept = self._kept_progress
+        kept[rid] = cb
+        if len(kept) > MAX_KEPT_TOKENS:  # the connection forgot the oldest ones
+            for old in [r for r in kept if not self.connection.keeps_progress(r)]:
+                del kept[old]
+
+    def forget_task_progress(self, task_id: str) -> None:
+        """[tasks] The task ended: its creating request's progress callback is dropped."""
+        for rid in self.connection.end_task_progress(task_id):
+            self._kept_progress.pop(rid, None)
+
+    def _progress_of_task(self, ev: pc.ProgressReceived, cb: ProgressCallback) -> None:
+        """[tasks] Progress of a task this side created, to its creator's callback."""
+        if self._log is not None:
+            self._emit("reader", "progress", {"id": ev.request_id, "direction": "in",
+                                              "progress": ev.progress, "total": ev.total})
+
+        async def job() -> None:
+            r = cb(ev.progress, ev.total, ev.message)
+            if r is not None:
+                await r
+
+        try:
+            self._ensure_notifier().send_nowait(job)
+        except trio.WouldBlock:
+            self._emit("reader", "progress_dropped", {"id": ev.request_id})
+
     def _on_progress(self, ev: pc.ProgressReceived) -> None:
         waiter = self.tracker.get(ev.request_id)
         if waiter is None:
+            kept = self._kept_progress.get(ev.request_id) if self._kept_progress else None
+            if kept is not None:
+                self._progress_of_task(ev, kept)
             return
         if self._log is not None:
             self._emit("reader", "progress", {"id": ev.request_id, "direction": "in",

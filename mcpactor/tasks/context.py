@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from mcpactor.session.tracker import ProgressCallback, Timeout
     from mcpactor.tasks.runtime import RunningTask
 
-__all__ = ["TaskRequestContext"]
+__all__ = ["TaskRequestContext", "running_task_of"]
 
 
 class TaskRequestContext(RequestContext):
@@ -78,3 +78,8 @@ class TaskRequestContext(RequestContext):
         """A notification of the task's work, with the related-task ``_meta`` (dropped
         when no session is attached to the task)."""
         await self.task.notify(method, params)
+
+
+def running_task_of(rc: RequestContext) -> RunningTask | None:
+    """The task ``rc`` runs as (None: a plain request)."""
+    return rc.task if isinstance(rc, TaskRequestContext) else None
