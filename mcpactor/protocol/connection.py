@@ -63,6 +63,7 @@ from mcpactor.protocol.lifecycle import (
 from mcpactor.protocol.methods import EXTENSION_METHODS, METHODS, MethodSpec, modern_spec
 from mcpactor.protocol.modern import CachePolicy, ModernRequest
 from mcpactor.protocol.mrtr import InputRequiredResponse
+from mcpactor.protocol.types.tasks_ext import DetailedTask
 
 
 @attrs.define(slots=True)
@@ -588,9 +589,14 @@ class Connection:
             out.append(ResponseReceived(rid, pending.method, InputRequiredResponse.of(result)))
             return
         value: Any = result
-        if pending.result_cls is not None:
+        result_cls = pending.result_cls
+        if self.modern_meta is not None and result.get("resultType") == "task":
+            # The tasks extension (SEP-2663): not the method's result but the task that
+            # will produce it.
+            result_cls = DetailedTask
+        if result_cls is not None:
             try:
-                value = from_wire(result, pending.result_cls)
+                value = from_wire(result, result_cls)
             except InvalidParams as exc:
                 err = RemoteProtocolError(
                     f"malformed {pending.method} result: {exc.message}",
