@@ -42,8 +42,17 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=60)
 
 
+def run_cli_in(mode: str, target: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(target, *args, "--mode", mode)
+
+
 def test_cli_call_task_prints_statuses_then_the_result() -> None:
+    """2025-11-25 (--mode legacy): progress reaches the status lines as it happens."""
     target = " ".join(STDIO)
+
+    def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli_in("legacy", *args)
+
     done = run_cli(target, "slow", '{"n": 3, "delay": 0.2}', "--task", "--ttl", "30")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "counted to 3\n"
