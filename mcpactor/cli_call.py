@@ -224,7 +224,10 @@ async def _run(args: argparse.Namespace, out: _Stdout) -> int:
         if client.stateless:
             # The tasks extension: the server decides per call; it lists no
             # taskSupport unless it is one that does (as mcpactor does).
-            takes_tasks = t.declares_tasks_extension(client.server_capabilities)
+            # (Pinned to the revision without server/discover, its capabilities are
+            # unknown: the server says.)
+            takes_tasks = (client.session.connection.peer_capabilities is None
+                           or t.declares_tasks_extension(client.server_capabilities))
             shown = any(x.execution is not None for x in tools)
             takes = takes_tasks and support != "forbidden" and (support is not None
                                                                  or not shown)
