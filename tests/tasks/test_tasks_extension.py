@@ -555,3 +555,22 @@ def test_cli_call_task_in_the_extension() -> None:
     ttl = run_cli(target, "slow", '{"n": 1}', "--task", "--ttl", "5")
     assert ttl.returncode == 2 and "--ttl applies to 2025-11-25 tasks" in ttl.stderr
     assert "Traceback" not in wrong.stderr + ttl.stderr + refused.stderr
+
+
+async def test_each_revision_sees_only_its_own_tasks_capability() -> None:
+    """2025-11-25's `tasks` in initialize, never the extension (SEP-2663: it is not
+    defined there); the extension in server/discover, never `tasks`."""
+    sys.path.insert(0, str(HERE))
+    from task_server import server as task_server
+
+    from mcpactor.testing import open_client
+
+    async with open_client(task_server, mode="legacy") as legacy:
+        caps = legacy.server_capabilities
+        assert caps["tasks"]["requests"] == {"tools": {"call": {}}}
+        assert t.TASKS_EXTENSION not in (caps.get("extensions") or {})
+    async with open_client(task_server, mode=MODERN) as modern:
+        assert modern.server_capabilities is not None  # pinned: no discover made
+        found = await modern.discover()
+        assert found["capabilities"]["extensions"] == {t.TASKS_EXTENSION: {}}
+        assert "tasks" not in found["capabilities"]
