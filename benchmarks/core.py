@@ -51,6 +51,10 @@ class Config:
     #: target is about sleep-heavy sessions: most of the recorded wall time is sleeping.
     replay_naps: int = 30
     replay_nap_ms: int = 100
+    #: lb_idle_sessions: idle sessions opened through the balancer over two workers.
+    lb_idle_sessions: int = 10_000
+    #: Run the optional workloads too (set by ``--only`` or ``--workloads``).
+    optional: bool = False
     quick: bool = False
     only: str | None = None
     servers: list[str] | None = None
@@ -90,6 +94,10 @@ SERVERS: list[ServerSpec] = [
             "stdio": ["{mcpactor}", "run", _ECHO],
             "http": ["{mcpactor}", "run", _ECHO, *_HTTP],
             "http_sse": ["{mcpactor}", "run", _ECHO, *_HTTP, "--sse-response"],
+            # One worker of a deployment behind a balancer (every client has its
+            # address, hence no per-peer cap); benchmarks/scaleout.py adds the mode.
+            "scaleout": ["{mcpactor}", "run", _ECHO, *_HTTP, "--max-connections-per-peer",
+                         "0"],
         },
         "mcpactor run; HTTP: built-in h11 server, JSON unless a handler streams",
     ),
@@ -123,6 +131,7 @@ SERVERS: list[ServerSpec] = [
             "stdio": ["{python}", "{servers}/echo_sdk_lowlevel.py"],
             "http": ["{python}", "{servers}/echo_sdk_lowlevel.py", "http", "{port}"],
             "http_sse": ["{python}", "{servers}/echo_sdk_lowlevel.py", "http", "{port}", "--sse"],
+            "scaleout": ["{python}", "{servers}/echo_sdk_lowlevel.py", "http", "{port}"],
         },
         "mcp 2.3.0 low-level Server; HTTP: uvicorn",
     ),
@@ -345,8 +354,9 @@ class Target:
                 )
             except Exception as exc:
                 self._stdio = exc
-        # Client workloads start their own processes (a client and its minimal server).
-        for key in sorted(needs - {"stdio", "client"}):
+        # Client and scale-out workloads start their own processes (a client and its
+        # minimal server; a deployment behind a balancer).
+        for key in sorted(needs - {"stdio", "client", "scaleout"}):
             transport = key.split("@", 1)[0]
             if not self.supports(transport) or key in self._http:
                 continue

@@ -27,6 +27,7 @@ from benchmarks.report import (
     format_table,
     machine_info,
     ratios,
+    scaling,
     steal_fraction,
     summarize,
     write_chart,
@@ -40,7 +41,7 @@ def _selected(cfg: Config) -> tuple[list[ServerSpec], list[Workload]]:
     servers = [s for s in SERVERS if cfg.servers is None or s.name in cfg.servers]
     only = {"http": ("http", "http_sse")}.get(cfg.only or "", (cfg.only,))
     workloads = [w for w in WORKLOADS if (cfg.only is None or w.transport in only)
-                 and (w.quick or not cfg.quick)]
+                 and (w.quick or not cfg.quick) and (cfg.optional or not w.optional)]
     return servers, workloads
 
 
@@ -67,6 +68,8 @@ def run_rounds(cfg: Config, log: Callable[[str], None]) -> list[dict[str, Any]]:
                 for t in targets.values():
                     t.ready()
                 for w in workloads:
+                    if w.once and rnd > 0:
+                        continue
                     for spec in order:
                         if _applies(w, spec):
                             runs.append(_run_one(w, targets[spec.name], cfg, rnd, log))
@@ -114,6 +117,7 @@ def run(cfg: Config, *, log: Callable[[str], None] = print) -> dict[str, Any]:
                                "lower_is_better": w.lower_is_better} for w in WORKLOADS},
         "summary": summary,
         "ratios": ratio_rows,
+        "scaling": scaling(summary),
         "runs": runs,
     }
     log("")
@@ -124,14 +128,18 @@ def run(cfg: Config, *, log: Callable[[str], None] = print) -> dict[str, Any]:
     RESULTS_DIR.mkdir(exist_ok=True)
     blob = orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
     stamp = started.strftime("%Y%m%dT%H%M%SZ")
-    (RESULTS_DIR / f"{stamp}.json").write_bytes(blob)
-    (RESULTS_DIR / "latest.json").write_bytes(blob)
+    # A run of the optional workloads alone (the scale-out deployments) has its own
+    # record: it must not replace the main run's latest.json.
+    _, selected = _selected(cfg)
+    prefix = "scaleout-" if selected and all(w.optional for w in selected) else ""
+    (RESULTS_DIR / f"{prefix}{stamp}.json").write_bytes(blob)
+    (RESULTS_DIR / f"{prefix}latest.json").write_bytes(blob)
     try:
-        write_chart(summary, RESULTS_DIR / "latest.png", cfg.subject)
+        write_chart(summary, RESULTS_DIR / f"{prefix}latest.png", cfg.subject)
     except ImportError as exc:  # the chart is a convenience; the table and JSON are the record
         log(f"chart skipped: {exc}")
     log(
-        f"\nwrote {RESULTS_DIR / (stamp + '.json')}, latest.json, latest.png "
-        f"in {report['wall_s']:.1f}s"
+        f"\nwrote {RESULTS_DIR / (prefix + stamp + '.json')}, {prefix}latest.json, "
+        f"{prefix}latest.png in {report['wall_s']:.1f}s"
     )
     return report

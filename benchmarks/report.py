@@ -109,6 +109,21 @@ def trace_costs(summary: list[dict[str, Any]], subject: str,
     return out
 
 
+def scaling(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For each workload with a ``baseline`` (two workers against one, Redis against
+    memory): its rate over the baseline's, per server that ran both."""
+    by = {(r["workload"], r["server"]): r for r in summary}
+    baselines = {w.name: w.baseline for w in WORKLOADS if w.baseline}
+    out = []
+    for r in summary:
+        base_name = baselines.get(r["workload"])
+        base = by.get((base_name, r["server"])) if base_name else None
+        if base and base.get("calls_per_s") and r.get("calls_per_s"):
+            out.append({"workload": r["workload"], "baseline": base_name, "server": r["server"],
+                        "ratio": r["calls_per_s"] / base["calls_per_s"]})
+    return out
+
+
 def _fmt(v: float | None, spec: str = ",.0f") -> str:
     return "-" if v is None else format(v, spec)
 
@@ -148,6 +163,11 @@ def format_table(
         tput = "n/a" if q["throughput_ratio"] is None else f"{q['throughput_ratio']:.2f}x"
         p99 = "" if q["p99_ratio"] is None else f"   p99 {q['p99_ratio']:.2f}x"
         lines.append(f"  {q['workload']:<20} vs {q['versus']:<20} ({q['role']:<7}) {tput:>8}{p99}")
+    scale = scaling(summary)
+    if scale:
+        lines += ["", "scaling (rate / the baseline workload's rate, same server):"]
+        lines += [f"  {q['workload']:<20} / {q['baseline']:<20} {q['server']:<14} "
+                  f"{q['ratio']:6.2f}x" for q in scale]
     costs = trace_costs(summary, subject)
     if costs:
         lines += ["", "trace recording cost (1 - traced/untraced rate; worst latencies: "

@@ -67,6 +67,14 @@ class Workload:
     subject: str | None = None
     #: Part of ``--quick`` (which must stay under a minute).
     quick: bool = True
+    #: Run only when asked for (``--only TRANSPORT`` or ``--workloads NAME``): the
+    #: scale-out deployments, which start their own processes for minutes.
+    optional: bool = False
+    #: A workload of the same server this one is compared with ("scaling": this
+    #: workload's rate over the baseline's), e.g. two workers against one.
+    baseline: str | None = None
+    #: Measured in the first round only (a long measurement whose spread is small).
+    once: bool = False
 
     @property
     def needs(self) -> str:
@@ -80,14 +88,15 @@ WORKLOADS: list[Workload] = []
 def workload(
     name: str, *, transport: str, unit: str = "calls/s", servers: set[str] | None = None,
     instance: str | None = None, lower_is_better: bool = False, subject: str | None = None,
-    quick: bool = True,
+    quick: bool = True, optional: bool = False, baseline: str | None = None,
+    once: bool = False,
 ) -> Callable[[WorkloadFn], WorkloadFn]:
     """Register ``fn`` as a workload; the table lists workloads in registration order."""
 
     def register(fn: WorkloadFn) -> WorkloadFn:
         WORKLOADS.append(
             Workload(name, transport, fn, unit, servers, instance, lower_is_better, subject,
-                     quick))
+                     quick, optional, baseline, once))
         return fn
 
     return register
@@ -361,3 +370,8 @@ def replay_speed(target: Target, cfg: Config) -> Measurement:
                     f"vs {wall:.2f}s recorded = {replay_s / wall:.2f}x",
         },
     )
+
+
+# -- scale-out (optional: ``--only scaleout``) ---------------------------------------------
+
+from benchmarks import scaleout as _scaleout  # noqa: E402,F401 - registers its workloads

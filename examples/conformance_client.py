@@ -27,6 +27,7 @@ from mcpactor.auth import (
     CrossAppAccessGrant,
     HeadlessRedirectHandler,
     OAuthClient,
+    WorkloadIdentityGrant,
 )
 from mcpactor.auth.grants import Grant
 from mcpactor.protocol.types import ElicitRequestParams, ElicitResult, Root
@@ -191,6 +192,12 @@ def oauth_for(url: str, scenario: str) -> OAuthClient:
             signing_algorithm=ctx.get("signing_algorithm") or "ES256",
         )
         grant = ClientCredentialsGrant()
+    elif scenario == "auth/wif-jwt-bearer":
+        # SEP-1933: the workload's platform-issued JWT is the grant; no registration,
+        # no secret. (The suite also hands out an expired and a wrong-audience JWT, for
+        # clients that want to see the refusals.)
+        config = ClientConfig()
+        grant = WorkloadIdentityGrant(ctx["valid_jwt"])
     elif scenario in ("auth/cross-app-access-complete-flow",
                       "auth/enterprise-managed-authorization"):
         config = ClientConfig(client_id=ctx["client_id"], client_secret=ctx["client_secret"])
@@ -200,7 +207,9 @@ def oauth_for(url: str, scenario: str) -> OAuthClient:
         )
     else:
         # The suite's authorization server approves at once: follow its redirect
-        # headlessly instead of opening a browser.
+        # headlessly instead of opening a browser. (auth/dpop and auth/dpop-nonce go
+        # this way too: their resource server's challenge is DPoP-only, and
+        # OAuthClient's default dpop="auto" binds the tokens when a resource asks.)
         config = ClientConfig(
             client_id=ctx.get("client_id"), client_secret=ctx.get("client_secret"),
             client_metadata_url=CIMD_CLIENT_METADATA_URL, client_name="mcpactor-conformance",

@@ -400,7 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "die (HTTP only); without --redis a session lives in one worker")
     scale.add_argument("--redis", metavar="URL",
                        help="share sessions with every worker and host using this Redis "
-                       "(redis://HOST:PORT/DB; needs mcpactor[redis])")
+                       "(redis://HOST:PORT/DB, or through Sentinel "
+                       "redis+sentinel://HOST:PORT,.../SERVICE/DB; needs mcpactor[redis])")
     scale.add_argument("--redis-prefix", metavar="PREFIX",
                        help="start every Redis key with this (default mcpactor:); "
                        "deployments sharing one Redis need different ones")

@@ -51,8 +51,10 @@ class Found:
         if self.via == "message_out" and self.handler_seq is None:
             return f"mcpactor replay {shlex.quote(str(self.file))} --until {self.via_seq}"
         rid = orjson.dumps(self.request).decode()
-        cmd = f"mcpactor replay {shlex.quote(str(self.file))} --request {shlex.quote(rid)}"
-        return cmd + (f" --session {self.session}" if self.session else "")
+        # "--opt=value": a session id or request id may begin with "-", which argparse
+        # would take for an option if it were a separate argument.
+        cmd = f"mcpactor replay {shlex.quote(str(self.file))} --request={shlex.quote(rid)}"
+        return cmd + (f" --session={shlex.quote(self.session)}" if self.session else "")
 
 
 def parse_trace_id(text: str) -> str:

@@ -33,7 +33,8 @@ pip_install() {
 }
 pip_install -r "$root/benchmarks/requirements.txt"
 # --no-deps would miss a new project dependency; a plain editable install is cheap.
-# hypercorn is an extra now (mcpactor[hypercorn]); the benchmarks serve through it too.
-pip_install -e "$root[hypercorn]"
+# hypercorn is an extra now (mcpactor[hypercorn]); the benchmarks serve through it too,
+# and the scale-out workload runs `mcpactor run --redis` (mcpactor[redis]).
+pip_install -e "$root[hypercorn,redis]"
 echo "$want" > "$stamp"
 echo "bench venv ready: $venv"

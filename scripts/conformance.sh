@@ -27,6 +27,9 @@
 #                                 only the auth/* scenarios of the requirement set, `core`
 #                                 only the others (default: all of them)
 #   CONFORMANCE_TIMEOUT_MS        per-scenario client timeout (default 30000)
+#   CONFORMANCE_SCORE             space-separated scenarios counted although the requirement
+#                                 set runs them without scoring (the extensions mcpactor
+#                                 implements: their failures and warnings count)
 #
 # Exit status: non-zero when any check is FAILURE (or, in client mode, when the
 # client timed out or exited non-zero); WARNINGs are listed but only fail with
@@ -112,6 +115,14 @@ requirement_client_scenarios() {
             *) echo "$name" ;;
         esac
     done | tr '\n' ' '
+}
+
+# The scenarios of "$@" that are not counted: those not in CONFORMANCE_SCORE.
+unscored() {
+    local name
+    for name in "$@"; do
+        [[ " ${CONFORMANCE_SCORE:-} " == *" $name "* ]] || printf '%s ' "$name"
+    done
 }
 
 suite_version() {
@@ -228,7 +239,8 @@ server_mode() {
     run_cli server --url "$url" "${select[@]}" -o "$out" "$@" || rc=$?
     log "suite CLI exited with $rc"
     export CONFORMANCE_NOT_SCORED
-    CONFORMANCE_NOT_SCORED="$(not_scored "$@")"
+    # shellcheck disable=SC2046  # a list of names, split on purpose
+    CONFORMANCE_NOT_SCORED="$(unscored $(not_scored "$@"))"
     # A CLI that refused its arguments writes no results: that is a failure, not a pass.
     local hard=0
     if [[ -z "$(find "$out" -name checks.json -print -quit)" ]]; then
@@ -248,13 +260,15 @@ client_mode() {
     done
     local out="$RESULTS/client-$(date +%Y%m%dT%H%M%S)"
     mkdir -p "$out"
-    local scenarios="${CONFORMANCE_CLIENT_SCENARIOS:-}" spec=()
+    local scenarios="${CONFORMANCE_CLIENT_SCENARIOS:-}" spec=() off_timeline=""
     if [[ -n "${CONFORMANCE_REQUIREMENTS:-}" ]]; then
         # A requirement set: its client scenarios, one at a time, at its wire version.
         spec=(--spec-version "$CONFORMANCE_REQUIREMENTS")
         [[ -n "$scenarios" ]] || scenarios="$(requirement_client_scenarios "$CONFORMANCE_REQUIREMENTS")"
+        off_timeline="$(not_scored)"
         export CONFORMANCE_NOT_SCORED
-        CONFORMANCE_NOT_SCORED="$(not_scored)"
+        # shellcheck disable=SC2086  # a list of names, split on purpose
+        CONFORMANCE_NOT_SCORED="$(unscored $off_timeline)"
     fi
     scenarios="${scenarios:-$CLIENT_SCENARIOS_DEFAULT}"
     local hard=0 scenario rc logf
@@ -264,7 +278,7 @@ client_mode() {
         rc=0
         local force=()
         # Extensions are off the spec timeline: the CLI skips them at a version unless forced.
-        [[ " ${CONFORMANCE_NOT_SCORED:-} " == *" $scenario "* ]] && force=(--force)
+        [[ " $off_timeline " == *" $scenario "* ]] && force=(--force)
         run_cli client --command "$cmd" --scenario "$scenario" "${spec[@]}" "${force[@]}" \
             --timeout "${CONFORMANCE_TIMEOUT_MS:-30000}" -o "$out" >"$logf" 2>&1 || rc=$?
         cat "$logf" >&2

@@ -57,7 +57,8 @@ for v in "${versions[@]}"; do
     # (redis, haproxy, worker processes) run once, in `make unit` on the main Python:
     # here they would add minutes to CI for paths no Python version changes.
     if "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-            --ignore=tests/replay/test_replay_live_corpus.py --ignore=tests/scaleout; then
+            --ignore=tests/replay/test_replay_live_corpus.py --ignore=tests/scaleout \
+            --ignore=tests/bench_drivers/test_scaleout_bench.py; then
         echo "[test-pythons] Python $v: passed"
     else
         echo "[test-pythons] Python $v: FAILED"

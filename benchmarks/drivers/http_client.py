@@ -425,9 +425,13 @@ def measure(
     path: str = "/mcp",
     spin_us: float = 0.0,
     stateless: bool = False,
+    watch: dict[str, int] | None = None,
 ) -> Measurement:
     """Open ``conns`` sessions, warm up, then measure echo calls for ``duration`` seconds
-    (``stateless``: 2026-07-28 requests on ``conns`` connections, no session)."""
+    (``stateless``: 2026-07-28 requests on ``conns`` connections, no session).
+    ``watch``: processes (name -> pid) whose CPU seconds over the measured window go
+    in ``extra["cpu_s"]`` (several workers, a load balancer)."""
+    watch = watch or {}
     sessions: list[HttpSession] = []
     try:
         for _ in range(conns):
@@ -438,11 +442,13 @@ def measure(
         _run(sessions, warmup, max_calls, record=False, spin_ns=spin_ns)
         cpu0 = time.process_time()
         scpu0 = None if server_pid is None else _tree_cpu_seconds(server_pid)
+        watched0 = {name: _tree_cpu_seconds(pid) for name, pid in watch.items()}
         t0 = time.perf_counter()
         n, samples = _run(sessions, duration, max_calls, record=True, spin_ns=spin_ns)
         elapsed = time.perf_counter() - t0
         cpu1 = time.process_time()
         scpu1 = None if server_pid is None else _tree_cpu_seconds(server_pid)
+        watched1 = {name: _tree_cpu_seconds(pid) for name, pid in watch.items()}
     except OSError as exc:
         raise BenchError(f"{type(exc).__name__}: {exc}") from exc
     finally:
@@ -463,6 +469,8 @@ def measure(
         extra={
             "conns": conns,
             "content_types": sorted(set().union(*(s.content_types for s in sessions))),
+            **({"cpu_s": {name: (watched1[name] or 0.0) - (watched0[name] or 0.0)
+                          for name in watch}} if watch else {}),
         },
     )
 

@@ -1,9 +1,12 @@
 """Peer: the official MCP SDK's low-level ``Server`` serving one ``echo`` tool.
 
-``python echo_sdk_lowlevel.py [stdio | http PORT [--sse]]``. Over HTTP it runs the
-SDK's Streamable HTTP app under uvicorn; JSON responses are the default here because
-they are the SDK's faster mode (``--sse`` gives the SDK's own default, one SSE stream
-per POST), so the comparison is against the peer at its best.
+``python echo_sdk_lowlevel.py [stdio | http PORT [--sse] [--stateless]]``. Over HTTP it
+runs the SDK's Streamable HTTP app under uvicorn; JSON responses are the default here
+because they are the SDK's faster mode (``--sse`` gives the SDK's own default, one SSE
+stream per POST), so the comparison is against the peer at its best. ``--stateless``
+is the SDK's stateless mode (``stateless_http=True``: no session ids, every POST
+served on its own; what the SDK offers for running several processes behind a load
+balancer).
 """
 
 from __future__ import annotations
@@ -54,10 +57,11 @@ async def _run_stdio() -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def _run_http(port: int, json_response: bool) -> None:
+def _run_http(port: int, json_response: bool, stateless: bool = False) -> None:
     import uvicorn
 
-    app = server.streamable_http_app(json_response=json_response, host="127.0.0.1")
+    app = server.streamable_http_app(json_response=json_response, stateless_http=stateless,
+                                     host="127.0.0.1")
     # Access logs are off for every HTTP server in the suite: a log line per request
     # would measure the terminal, not the server.
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
@@ -66,6 +70,7 @@ def _run_http(port: int, json_response: bool) -> None:
 if __name__ == "__main__":
     args = sys.argv[1:] or ["stdio"]
     if args[0] == "http":
-        _run_http(int(args[1]), json_response="--sse" not in args)
+        _run_http(int(args[1]), json_response="--sse" not in args,
+                  stateless="--stateless" in args)
     else:
         anyio.run(_run_stdio)

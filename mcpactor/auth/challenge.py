@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["Challenge", "bearer_challenge", "find_bearer", "parse_www_authenticate"]
+__all__ = [
+    "Challenge", "bearer_challenge", "find_bearer", "find_challenge", "parse_www_authenticate",
+]
 
 _TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _TOKEN68 = frozenset("-._~+/0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -139,6 +141,17 @@ def find_bearer(header: str | None) -> Challenge | None:
         if ch.is_bearer:
             return ch
     return None
+
+
+def find_challenge(header: str | None, *, prefer: str = "bearer") -> Challenge | None:
+    """The challenge a token client answers: the ``prefer`` scheme's (``bearer`` or
+    ``dpop``), else the other of the two (RFC 9449 §7.1: a resource server may offer
+    both, with the same parameters)."""
+    if not header:
+        return None
+    found = {c.scheme.lower(): c for c in reversed(parse_www_authenticate(header))}
+    other = "dpop" if prefer.lower() == "bearer" else "bearer"
+    return found.get(prefer.lower()) or found.get(other)
 
 
 def _quote(value: str) -> str:

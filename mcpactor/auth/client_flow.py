@@ -6,7 +6,9 @@ challenge, then the well-known URLs) and the authorization server's metadata (RF
 OpenID Connect Discovery; with the 2025-03-26 fallbacks when a server has no
 protected-resource document), checks the document describes this server, chooses the
 scope, gets a client id, runs the grant and keeps the tokens. Refreshes (with rotation)
-when a token expires or is refused.
+when a token expires or is refused. Tokens are DPoP-bound (RFC 9449, the MCP DPoP
+extension) when the resource server asks for it or the client is told to
+(``dpop=``): :mod:`mcpactor.auth.dpop_signer` decides and signs.
 
 HTTP-level wiring is in :mod:`mcpactor.auth.http_auth`.
 """
@@ -19,7 +21,9 @@ from collections.abc import Callable
 
 import trio
 
-from mcpactor.auth.challenge import Challenge, find_bearer
+from mcpactor.auth.challenge import Challenge, find_challenge
+from mcpactor.auth.dpop import DPoPKey
+from mcpactor.auth.dpop_signer import DPoPMode, DPoPSigner
 from mcpactor.auth.errors import AuthorizationError, TokenEndpointError
 from mcpactor.auth.grants import AuthorizationCodeGrant, FlowState, Grant
 from mcpactor.auth.httpio import OAuthHttp
@@ -63,6 +67,13 @@ class OAuthClient:
     ``grant`` defaults to the authorization code flow through a loopback redirect
     listener; ``storage`` to memory. ``max_authorizations`` bounds how many times one
     request may send the client through authorization (step-up loops end there).
+
+    ``dpop`` (RFC 9449 sender-constrained tokens): ``"auto"`` (the default) binds the
+    tokens to a key when the resource server asks for DPoP (a ``DPoP`` challenge, or
+    its metadata); ``"always"`` on every token request, refusing a Bearer token;
+    ``"never"`` not at all. ``dpop_key``: the key (a :class:`DPoPKey`); by default one
+    is generated in memory when first needed, so tokens kept in a file need a kept
+    key (``DPoPKey.from_pem``) to outlive the process.
     """
 
     def __init__(
@@ -76,6 +87,8 @@ class OAuthClient:
         max_authorizations: int = 3,
         clock: Callable[[], float] = time.time,
         allow_insecure_http: bool = False,
+        dpop: DPoPMode = "auto",
+        dpop_key: DPoPKey | None = None,
     ) -> None:
         self.server_url = server_url
         self.config = config or ClientConfig()
@@ -86,6 +99,8 @@ class OAuthClient:
         self.clock = clock
         #: Talk to authorization servers over plain HTTP on non-loopback hosts (dev only).
         self.allow_insecure_http = allow_insecure_http
+        #: DPoP: the mode, the key, the servers' nonces.
+        self.dpop = DPoPSigner(dpop, dpop_key)
         self.key = canonical_resource(server_url)
         self.resource = self.key
         self.prm: ProtectedResourceMetadata | None = None
@@ -103,15 +118,53 @@ class OAuthClient:
 
     async def access_token(self) -> str | None:
         """The token to send now (refreshed first when known to be expired), or None."""
+        tokens = await self._current_tokens()
+        return tokens.access_token if tokens is not None else None
+
+    async def authorization_headers(
+        self, method: str, url: str, headers: list[tuple[str, str]] | None = None,
+    ) -> tuple[list[tuple[str, str]], str | None]:
+        """``headers`` with this client's credentials for one request to the server,
+        and the access token they carry: ``Authorization: Bearer``, or for a DPoP-bound
+        token ``Authorization: DPoP`` and a fresh ``DPoP`` proof of this request."""
+        out = [(k, v) for k, v in headers or [] if k.lower() not in ("authorization", "dpop")]
+        tokens = await self._current_tokens()
+        if tokens is None:
+            return out, None
+        token = tokens.access_token
+        if tokens.token_type == "DPoP":
+            out.append(("authorization", f"DPoP {token}"))
+            out.append(("dpop", self.dpop.proof(method, url, access_token=token)))
+        else:
+            out.append(("authorization", f"Bearer {token}"))
+        return out, token
+
+    async def _current_tokens(self) -> TokenSet | None:
         if not self._loaded:
-            self._tokens = await self.storage.get_tokens(self.key)
+            stored = await self.storage.get_tokens(self.key)
+            key = self.dpop.key
+            if stored is not None and stored.token_type == "DPoP" and (
+                    key is None or key.thumbprint != stored.dpop_jkt):
+                # Bound to a key we do not hold (a generated one died with its process):
+                # no request could use it, so authorize afresh.
+                log.info("the stored token is bound to another DPoP key: not using it")
+                stored = None
+            self._tokens = stored
             self._loaded = True
         tokens = self._tokens
-        if tokens is not None and tokens.expired(self.clock()) and tokens.refresh_token:
-            async with self._lock:
-                if self._tokens is tokens:
-                    await self._refresh()
-        return self._tokens.access_token if self._tokens is not None else None
+        if tokens is not None and tokens.expired(self.clock()):
+            if tokens.refresh_token:
+                async with self._lock:
+                    if self._tokens is tokens:
+                        await self._refresh()
+            elif not self.grant.interactive and self.asm is not None:
+                # A machine's grant (client credentials, workload identity...) comes
+                # with no refresh token: run it again before the token lapses, rather
+                # than send one known to be expired. Its failure is this request's.
+                async with self._lock:
+                    if self._tokens is tokens:
+                        await self._authorize(self._scope)
+        return self._tokens
 
     async def handle_challenge(self, status: int, www_authenticate: str | None,
                                used_token: str | None) -> None:
@@ -124,7 +177,9 @@ class OAuthClient:
             current = self._tokens.access_token if self._tokens is not None else None
             if current is not None and current != used_token:
                 return  # another request already got a new token: just retry with it
-            ch = find_bearer(www_authenticate)
+            self.dpop.note_challenge(www_authenticate)
+            bound = self._tokens is not None and self._tokens.token_type == "DPoP"
+            ch = find_challenge(www_authenticate, prefer="dpop" if bound else "bearer")
             if status == 403:
                 if ch is None or ch.error != "insufficient_scope":
                     raise AuthorizationError("HTTP 403 from the server (not insufficient_scope)")
@@ -205,6 +260,7 @@ class OAuthClient:
             raise AuthorizationError("no authorization server metadata found")
         self.prm, self._prm_url, self.asm = prm, prm_url, asm
         self.resource = prm.resource
+        self.dpop.note_resource_metadata(prm)
 
     async def _fetch_prm(self, hint: str | None) -> tuple[ProtectedResourceMetadata | None, str | None]:
         urls = protected_resource_metadata_urls(self.server_url)
@@ -285,22 +341,26 @@ class OAuthClient:
         return client
 
     def _state(self, asm: AuthorizationServerMetadata, client: ClientInfo | None,
-               scope: str | None) -> FlowState:
+               scope: str | None, *, dpop: bool) -> FlowState:
         method = choose_auth_method(client, asm, self.config) if client is not None else "none"
         return FlowState(http=self.http, asm=asm, resource=self.resource, scope=scope,
-                         client=client, auth_method=method, config=self.config, clock=self.clock)
+                         client=client, auth_method=method, config=self.config, clock=self.clock,
+                         dpop=self.dpop if dpop else None)
 
     async def _authorize(self, scope: str | None) -> None:
         asm = self.asm
         assert asm is not None
+        dpop = self.dpop.for_token_request(asm) is not None
         for attempt in range(2):
             client = await self._client_info(asm)
             try:
-                tokens = await self.grant.obtain(self._state(asm, client, scope))
+                tokens = await self.grant.obtain(self._state(asm, client, scope, dpop=dpop))
                 break
             except TokenEndpointError as exc:
-                # A stored registration the server forgot: register again, once.
-                if exc.error != "invalid_client" or attempt or self.config.client_id is not None:
+                # A stored registration the server forgot: register again, once. (Not
+                # for grants without registration: their refusals are final.)
+                if (exc.error != "invalid_client" or attempt or self.config.client_id is not None
+                        or not self.grant.needs_registration):
                     raise
                 self._client = None
                 await self.storage.set_client(asm.issuer, None)
@@ -321,13 +381,16 @@ class OAuthClient:
                 await self._discover(None)
             assert self.asm is not None
             client = await self._client_info(self.asm)
-            state = self._state(self.asm, client, None)
+            # A DPoP-bound token's refresh token is bound too (public clients, RFC 9449
+            # §5): the refresh request carries a proof by the same key.
+            state = self._state(self.asm, client, None, dpop=tokens.token_type == "DPoP")
             fresh = await request_token(
                 self.http, self.asm,
                 {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token,
                  "resource": self.resource},
                 client, state.auth_method, private_key_pem=self.config.private_key_pem,
-                algorithm=self.config.signing_algorithm, previous=tokens, now=self.clock())
+                algorithm=self.config.signing_algorithm, previous=tokens, now=self.clock(),
+                dpop=state.dpop)
         except AuthorizationError as exc:
             log.info("token refresh failed: %s", exc)
             await self._set_tokens(None)

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 import attrs
 
+from mcpactor.auth.dpop_signer import DPoPSigner
 from mcpactor.auth.errors import AuthorizationError
 from mcpactor.auth.httpio import OAuthHttp
 from mcpactor.auth.metadata import AuthorizationServerMetadata
@@ -53,13 +54,16 @@ class FlowState:
     config: ClientConfig
     #: The client's clock (expiry times are computed with it).
     clock: Callable[[], float] = time.time
+    #: Set (its key chosen) when the token is to be DPoP-bound (RFC 9449).
+    dpop: DPoPSigner | None = None
 
     async def token(self, form: dict[str, str]) -> TokenSet:
-        """POST ``form`` to the token endpoint with this client's authentication."""
+        """POST ``form`` to the token endpoint with this client's authentication (and
+        a DPoP proof when the token is to be bound)."""
         return await request_token(
             self.http, self.asm, form, self.client, self.auth_method,
             private_key_pem=self.config.private_key_pem,
-            algorithm=self.config.signing_algorithm, now=self.clock())
+            algorithm=self.config.signing_algorithm, now=self.clock(), dpop=self.dpop)
 
 
 class Grant(Protocol):
@@ -118,6 +122,9 @@ class AuthorizationCodeGrant:
         }
         if state.scope:
             params["scope"] = state.scope
+        if state.dpop is not None and state.dpop.key is not None:
+            # RFC 9449 §10: the code is bound to our key, so a stolen code is no use.
+            params["dpop_jkt"] = state.dpop.key.thumbprint
         sep = "&" if "?" in asm.authorization_endpoint else "?"
         answer = await self.redirect.authorize(asm.authorization_endpoint + sep + urlencode(params))
         if answer.state != expected_state:

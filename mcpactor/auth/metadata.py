@@ -130,6 +130,10 @@ class ProtectedResourceMetadata:
     resource: str
     authorization_servers: list[str]
     scopes_supported: list[str] | None = None
+    #: RFC 9728 §2 / RFC 9449: the DPoP algorithms the resource takes proofs in.
+    dpop_signing_alg_values_supported: list[str] | None = None
+    #: RFC 9728 §2: the resource takes DPoP-bound access tokens only.
+    dpop_bound_access_tokens_required: bool = False
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
 
     @classmethod
@@ -144,7 +148,12 @@ class ProtectedResourceMetadata:
         if not servers:
             raise ValueError("protected resource metadata names no authorization server")
         return cls(resource=resource, authorization_servers=servers,
-                   scopes_supported=_str_list(data.get("scopes_supported")), raw=data)
+                   scopes_supported=_str_list(data.get("scopes_supported")),
+                   dpop_signing_alg_values_supported=_str_list(
+                       data.get("dpop_signing_alg_values_supported")),
+                   dpop_bound_access_tokens_required=data.get(
+                       "dpop_bound_access_tokens_required") is True,
+                   raw=data)
 
     def to_json(self) -> dict[str, Any]:
         """The document as served (server side)."""
@@ -152,6 +161,10 @@ class ProtectedResourceMetadata:
         out.update(resource=self.resource, authorization_servers=self.authorization_servers)
         if self.scopes_supported is not None:
             out["scopes_supported"] = self.scopes_supported
+        if self.dpop_signing_alg_values_supported is not None:
+            out["dpop_signing_alg_values_supported"] = self.dpop_signing_alg_values_supported
+        if self.dpop_bound_access_tokens_required:
+            out["dpop_bound_access_tokens_required"] = True
         out.setdefault("bearer_methods_supported", ["header"])
         return out
 
@@ -171,6 +184,9 @@ class AuthorizationServerMetadata:
     client_id_metadata_document_supported: bool = False
     #: RFC 9207: the server puts ``iss`` in every authorization response.
     authorization_response_iss_parameter_supported: bool = False
+    #: RFC 9449 §5.1: the JWS algorithms the server takes DPoP proofs in (its
+    #: presence says the server issues DPoP-bound tokens).
+    dpop_signing_alg_values_supported: list[str] | None = None
     #: Made up from the 2025-03-26 default endpoints, not fetched.
     synthetic: bool = False
     raw: dict[str, Any] = attrs.field(factory=dict, repr=False)
@@ -200,6 +216,8 @@ class AuthorizationServerMetadata:
                 "client_id_metadata_document_supported") is True,
             authorization_response_iss_parameter_supported=data.get(
                 "authorization_response_iss_parameter_supported") is True,
+            dpop_signing_alg_values_supported=_str_list(
+                data.get("dpop_signing_alg_values_supported")),
             raw=data,
         )
 

@@ -25,22 +25,32 @@ class TokenSet:
     """An access token and what came with it. Secrets stay out of ``repr``."""
 
     access_token: str = attrs.field(repr=False)
+    #: ``Bearer``, or ``DPoP`` for a token bound to a DPoP key (RFC 9449).
     token_type: str = "Bearer"
     refresh_token: str | None = attrs.field(default=None, repr=False)
     scope: str | None = None
     #: Unix time after which the access token is expired (None: unknown).
     expires_at: float | None = None
+    #: For a DPoP token: the thumbprint of the key it is bound to (another key's
+    #: proofs cannot use it).
+    dpop_jkt: str | None = None
 
     @classmethod
     def from_response(cls, data: Any, *, now: float | None = None,
-                      previous: TokenSet | None = None) -> TokenSet:
+                      previous: TokenSet | None = None,
+                      dpop_jkt: str | None = None) -> TokenSet:
         """Parse a token endpoint's JSON answer (RFC 6749 §5.1). A refresh answer
-        without a new refresh token keeps the previous one (no rotation happened)."""
+        without a new refresh token keeps the previous one (no rotation happened).
+        ``dpop_jkt``: the thumbprint of the key the request's DPoP proof was signed
+        with (a ``DPoP`` token type is refused without one)."""
         if not isinstance(data, dict) or not isinstance(data.get("access_token"), str):
             raise ValueError("token response has no access_token")
         token_type = data.get("token_type", "Bearer")
-        if not isinstance(token_type, str) or token_type.lower() != "bearer":
+        if not isinstance(token_type, str) or token_type.lower() not in ("bearer", "dpop"):
             raise ValueError(f"unsupported token_type {token_type!r}")
+        bound = token_type.lower() == "dpop"
+        if bound and dpop_jkt is None:
+            raise ValueError("token_type DPoP, though the request carried no DPoP proof")
         expires_in = data.get("expires_in")
         expires_at = None
         if isinstance(expires_in, (int, float)) and not isinstance(expires_in, bool):
@@ -49,9 +59,9 @@ class TokenSet:
         if not isinstance(refresh, str):
             refresh = previous.refresh_token if previous is not None else None
         scope = data.get("scope")
-        return cls(access_token=data["access_token"], token_type="Bearer",
+        return cls(access_token=data["access_token"], token_type="DPoP" if bound else "Bearer",
                    refresh_token=refresh, scope=scope if isinstance(scope, str) else None,
-                   expires_at=expires_at)
+                   expires_at=expires_at, dpop_jkt=dpop_jkt if bound else None)
 
     def expired(self, now: float, skew: float = 30.0) -> bool:
         """Whether the token is (about to be) expired."""

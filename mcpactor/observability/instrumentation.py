@@ -216,8 +216,8 @@ class SessionObserver:
         attrs[semconv.TRACE_EVENT] = f"handler:{rid}"
         rid_arg = jsonrpc.dumps(rid).decode()
         attrs[semconv.REPLAY_COMMAND] = (
-            f"mcpactor replay {shlex.quote(path)} --request {shlex.quote(rid_arg)} "
-            f"--session {self.session.id}")
+            f"mcpactor replay {shlex.quote(path)} --request={shlex.quote(rid_arg)} "
+            f"--session={shlex.quote(self.session.id)}")
 
     def _annotate(self, span: Any, rid: RequestId) -> None:
         """Write the span's ids to the session's recording (an ``otel_span`` event)."""

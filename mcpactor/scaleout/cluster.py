@@ -16,7 +16,7 @@ one worker: its *owner*. What the shared store adds (keys under ``prefix``):
   responses to the requests it relayed to others.
 - ``bc``: the channel broadcast notifications fan out on.
 - ``t:``, ``tl:``, ``tc:``, ``tx:``: tasks (:mod:`.task_store`), which any worker
-  answers for.
+  answers for, and whose messages reach sessions of every worker (:mod:`.task_relay`).
 
 A request for a session of another worker (any load balancer, no stickiness) is
 *relayed*: its method, headers and body go to the owner's inbox, the owner runs it
@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import secrets
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -48,8 +50,10 @@ import trio
 
 from mcpactor.protocol import jsonrpc
 from mcpactor.protocol.errors import INTERNAL_ERROR
+from mcpactor.scaleout.group_commit import GroupCommit
 from mcpactor.scaleout.signing import StateSigner
 from mcpactor.scaleout.state import Entry, SharedState, SharedStateError
+from mcpactor.scaleout.task_relay import TaskRelay
 from mcpactor.scaleout.task_store import install_shared_tasks
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Scope, Send
@@ -125,10 +129,14 @@ class Cluster:
     ) -> None:
         self.state = state
         self.options = options or ClusterOptions()
+        #: Every append to a log (event logs, inboxes) goes through it: batched.
+        self.appends = GroupCommit(state)
         #: Signs state that clients carry from worker to worker (``--state-key``).
         self.signer = signer
-        #: This worker's name in the store (random: a restarted worker is a new one).
-        self.id = worker_id or secrets.token_hex(6)
+        #: This worker's name in the store, in logs and in other workers' messages:
+        #: ``<host>-<pid>-<random>`` (a restarted worker is a new one). The host and
+        #: pid lead to its traces (their header says ``pid``).
+        self.id = worker_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.app: McpHttpApp | None = None
         self._waiting: dict[str, trio.MemorySendChannel[tuple[bytes, dict[str, bytes]]]] = {}
         self._serving: dict[str, trio.Event] = {}
@@ -137,6 +145,8 @@ class Cluster:
         self._lost: set[str] = set()
         self._locks: dict[str, trio.Lock] = {}
         self._down_until = -math.inf
+        #: Store failures seen so far: a relay waiting across one may have lost pieces.
+        self._store_failures = 0
         self._nursery: trio.Nursery | None = None
 
     # -- keys -------------------------------------------------------------------------
@@ -150,6 +160,7 @@ class Cluster:
         return trio.current_time() >= self._down_until
 
     def _failed(self, exc: SharedStateError) -> None:
+        self._store_failures += 1
         if self._available():
             log.warning("shared state unavailable: %s (retrying in %.1fs)", exc,
                         self.options.retry_after)
@@ -185,7 +196,10 @@ class Cluster:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 if tasks is not None:
-                    nursery.start_soon(tasks.serve_cancels, runtime.cancel_local)
+                    relay = TaskRelay(self, tasks, runtime)
+                    runtime.peers = relay
+                    nursery.start_soon(relay.run)
+                nursery.start_soon(self.appends.run)
                 nursery.start_soon(self._heartbeat)
                 nursery.start_soon(self._read_inbox)
                 nursery.start_soon(self._listen_broadcasts)
@@ -195,6 +209,7 @@ class Cluster:
         finally:
             app.endpoint.set_fanout(None)
             runtime.store = local_tasks
+            runtime.peers = None
             self._nursery = None
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 try:
@@ -296,7 +311,7 @@ class Cluster:
         """A POST opened ``stream`` for ``ids``: logged before the requests run. False
         (503 sent, the stream abandoned) if the store failed."""
         try:
-            await self._do(lambda: self.state.append(
+            await self._do(lambda: self.appends.append(
                 self._key("e", hs.id), {"k": b"o", "n": b"%d" % stream.no, "i": _json(ids)},
                 max_len=self.options.max_log, ttl=self.options.session_ttl))
         except SharedStateError as exc:
@@ -320,10 +335,10 @@ class Cluster:
                 entry["a"] = _json([stream.no, ids])
             entries.append(entry)
         key = self._key("e", hs.id)
+        o = self.options
         try:
-            for entry in entries:
-                await self._do(lambda entry=entry: self.state.append(  # type: ignore[misc]
-                    key, entry, max_len=self.options.max_log, ttl=self.options.session_ttl))
+            await self._do(lambda: self.appends.append_all(
+                [(key, entry, o.max_log, o.session_ttl) for entry in entries]))
         except SharedStateError:
             # The message still goes out: refusing it would break the session over a
             # store outage. Only a takeover during the outage can miss it.
@@ -437,7 +452,7 @@ class Cluster:
         started = False
         try:
             try:
-                await self._do(lambda: self.state.append(inbox, {
+                await self._do(lambda: self.appends.append(inbox, {
                     "k": b"r", "t": token.encode(), "f": self.id.encode(),
                     "me": str(scope.get("method", "GET")).encode(),
                     "pa": str(scope.get("path", "")).encode(),
@@ -448,6 +463,7 @@ class Cluster:
                 await self._unavailable(send, exc)
                 return True
             outcome = "owner-stopped"
+            failures = self._store_failures
             with trio.CancelScope() as left:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(asgi.watch_disconnect, receive, left)
@@ -455,6 +471,11 @@ class Cluster:
                         with trio.move_on_after(self.options.worker_ttl) as quiet:
                             kind, fields = await rx.receive()
                         if quiet.cancelled_caught:
+                            if self._store_failures != failures:
+                                # The store failed meanwhile: pieces of the answer
+                                # (or the request itself) may be lost with it.
+                                outcome = "store-failed"
+                                break
                             try:
                                 if await self._alive(owner):
                                     continue
@@ -481,7 +502,7 @@ class Cluster:
             if left.cancelled_caught:
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
                     try:
-                        await self.state.append(inbox, {"k": b"g", "t": token.encode()},
+                        await self.appends.append(inbox, {"k": b"g", "t": token.encode()},
                                                 max_len=self.options.max_inbox,
                                                 ttl=self.options.inbox_ttl)
                     except SharedStateError:
@@ -490,6 +511,14 @@ class Cluster:
             if outcome == "done" or started:
                 # Started and cut off: the connection closes with the response
                 # incomplete, and the client resumes from its last event id.
+                return True
+            if outcome == "store-failed":
+                await asgi.send_error(send, HttpError(
+                    503, "Service Unavailable: the shared session store failed while this "
+                    "request was relayed to its session's worker"
+                    + ("; its outcome is unknown (retry it if that is safe)" if taken
+                       else "; it was not run: retry it"), INTERNAL_ERROR),
+                    [(b"retry-after", b"1")])
                 return True
             return await self._owner_stopped(owner, sid, scope, body, receive, send, taken)
         finally:
@@ -586,7 +615,7 @@ class Cluster:
         try:
             # Said before anything runs: a request not taken is run elsewhere if this
             # worker stops, one taken never is (its outcome is unknown).
-            await self.state.append(inbox, {"k": b"a", "t": token.encode()},
+            await self.appends.append(inbox, {"k": b"a", "t": token.encode()},
                                     max_len=self.options.max_inbox, ttl=self.options.inbox_ttl)
         except SharedStateError as exc:
             self._failed(exc)
@@ -601,21 +630,26 @@ class Cluster:
             await gone.wait()
             return {"type": "http.disconnect"}
 
+        head: list[dict[str, bytes]] = []
+
         async def send(message: dict[str, Any]) -> None:
             nonlocal finished
             if gone.is_set():
                 raise trio.BrokenResourceError("the relaying worker's client left")
             if message["type"] == "http.response.start":
-                out = {"k": b"s", "t": token.encode(), "st": b"%d" % message["status"],
-                       "h": _headers_out(list(message.get("headers", [])))}
-            else:
-                more = bool(message.get("more_body", False))
-                out = {"k": b"b", "t": token.encode(), "d": bytes(message.get("body", b"")),
-                       "m": b"1" if more else b"0"}
-                finished = not more
+                # Held until the first body chunk, and sent with it in one write (as
+                # the HTTP server holds a head: a JSON answer is one write).
+                head.append({"k": b"s", "t": token.encode(), "st": b"%d" % message["status"],
+                             "h": _headers_out(list(message.get("headers", [])))})
+                return
+            more = bool(message.get("more_body", False))
+            out = [*head, {"k": b"b", "t": token.encode(), "d": bytes(message.get("body", b"")),
+                           "m": b"1" if more else b"0"}]
+            head.clear()
+            finished = not more
+            o = self.options
             try:
-                await self.state.append(inbox, out, max_len=self.options.max_inbox,
-                                        ttl=self.options.inbox_ttl)
+                await self.appends.append_all([(inbox, e, o.max_inbox, o.inbox_ttl) for e in out])
             except SharedStateError as exc:
                 self._failed(exc)
                 gone.set()
@@ -631,7 +665,7 @@ class Cluster:
             if not finished and not gone.is_set():
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
                     try:
-                        await self.state.append(inbox, {"k": b"x", "t": token.encode()},
+                        await self.appends.append(inbox, {"k": b"x", "t": token.encode()},
                                                 max_len=self.options.max_inbox,
                                                 ttl=self.options.inbox_ttl)
                     except SharedStateError:

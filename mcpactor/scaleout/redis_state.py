@@ -3,7 +3,9 @@
 coredis runs on Trio (it is written on anyio). Keys are plain strings with ``PX`` time
 to live; logs are Redis streams (``XADD ... MAXLEN ~``, ``XRANGE``, ``XREAD BLOCK``);
 broadcast is pub/sub. Two multi-step operations are Lua scripts, so each is one atomic
-round trip: compare-and-set, and append-with-expiry.
+round trip: compare-and-set, and appends with expiry (one entry, or a batch of entries
+to several logs: :meth:`RedisState.append_many`). A script touching several keys needs
+them on one server: Redis Cluster is not supported (see ``docs/scale-out.md``).
 
 Every call is bounded by ``op_timeout`` (a blocking read by its own wait plus that):
 Redis down, restarting or not answering is a :class:`SharedStateError` naming the
@@ -14,15 +16,15 @@ recovers when Redis comes back.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import attrs
 import trio
 
-from mcpactor.scaleout.state import Entry, SharedStateError
+from mcpactor.scaleout.state import Append, Entry, SharedStateError
 
 __all__ = ["RedisAddress", "RedisState", "open_redis_state", "parse_redis_url"]
 
@@ -39,16 +41,27 @@ end
 return 0
 """
 
+# Appends to one or more logs, in order: per key, ARGV holds the number of field and
+# value strings, MAXLEN, the TTL in ms (0: none), then the fields and values.
 _APPEND = """
-local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(ARGV, 3))
-if tonumber(ARGV[2]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return id
+local ids = {}
+local a = 1
+for i, key in ipairs(KEYS) do
+  local n = tonumber(ARGV[a])
+  ids[i] = redis.call('XADD', key, 'MAXLEN', '~', ARGV[a + 1], '*', unpack(ARGV, a + 3, a + 2 + n))
+  if tonumber(ARGV[a + 2]) > 0 then redis.call('PEXPIRE', key, ARGV[a + 2]) end
+  a = a + 3 + n
+end
+return ids
 """
 
 
 @attrs.frozen(kw_only=True)
 class RedisAddress:
-    """A parsed ``redis://[user:password@]host[:port][/db]`` URL."""
+    """A parsed Redis URL: ``redis://[user:password@]host[:port][/db]``, or through
+    Sentinel ``redis+sentinel://[user:password@]host[:port][,host[:port]...]/service[/db]``
+    (``sentinels``: the Sentinels' addresses; ``service``: the monitored primary's name;
+    the credentials are the primary's). ``rediss`` and ``rediss+sentinel``: TLS."""
 
     host: str
     port: int = 6379
@@ -56,34 +69,85 @@ class RedisAddress:
     username: str | None = None
     password: str | None = attrs.field(default=None, repr=False)
     tls: bool = False
+    sentinels: tuple[tuple[str, int], ...] = ()
+    service: str | None = None
 
     def display(self) -> str:
         """The URL without its credentials (for messages and logs)."""
         scheme = "rediss" if self.tls else "redis"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{scheme}://{host}:{self.port}/{self.db}"
+        if self.sentinels:
+            hosts = ",".join(f"{_bracket(h)}:{p}" for h, p in self.sentinels)
+            return f"{scheme}+sentinel://{hosts}/{self.service}/{self.db}"
+        return f"{scheme}://{_bracket(self.host)}:{self.port}/{self.db}"
+
+
+def _bracket(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+_FORM = ("expected redis://HOST:PORT/DB (e.g. redis://127.0.0.1:6379/0), or "
+         "redis+sentinel://HOST:PORT[,HOST:PORT...]/SERVICE/DB through Redis Sentinel "
+         "(Redis Cluster is not supported)")
 
 
 def parse_redis_url(url: str) -> RedisAddress:
     """Parse a Redis URL; ``ValueError`` naming what is wrong and the expected form."""
-    form = "expected redis://HOST:PORT/DB (e.g. redis://127.0.0.1:6379/0)"
+    text = url.strip()
+    scheme = text.partition("://")[0].lower()
+    if scheme in ("redis+sentinel", "rediss+sentinel"):
+        return _parse_sentinel_url(url, text, tls=scheme == "rediss+sentinel")
+    if scheme in ("redis+cluster", "rediss+cluster"):
+        raise ValueError(f"bad Redis URL {url!r}: Redis Cluster is not supported (scale-out's "
+                         "scripts write several keys at once, which a cluster splits over "
+                         "its nodes); use one Redis server, or Sentinel for failover")
     try:
-        parts = urlsplit(url.strip())
+        parts = urlsplit(text)
         port = parts.port
     except ValueError as exc:
-        raise ValueError(f"bad Redis URL {url!r}: {exc}; {form}") from None
+        raise ValueError(f"bad Redis URL {url!r}: {exc}; {_FORM}") from None
     if parts.scheme not in ("redis", "rediss"):
-        raise ValueError(f"bad Redis URL {url!r}: the scheme must be redis:// or rediss://; {form}")
+        raise ValueError(f"bad Redis URL {url!r}: the scheme must be redis://, rediss:// or "
+                         f"redis+sentinel://; {_FORM}")
     if not parts.hostname:
-        raise ValueError(f"bad Redis URL {url!r}: no host; {form}")
+        raise ValueError(f"bad Redis URL {url!r}: no host; {_FORM}")
     path = parts.path.strip("/")
     if path and not path.isdigit():
-        raise ValueError(f"bad Redis URL {url!r}: the database must be a number; {form}")
+        raise ValueError(f"bad Redis URL {url!r}: the database must be a number; {_FORM}")
     return RedisAddress(
         host=parts.hostname, port=port or 6379, db=int(path or 0),
         username=unquote(parts.username) if parts.username else None,
         password=unquote(parts.password) if parts.password else None,
         tls=parts.scheme == "rediss",
+    )
+
+
+def _parse_sentinel_url(url: str, text: str, *, tls: bool) -> RedisAddress:
+    rest = text.split("://", 1)[1]
+    netloc, _, path = rest.partition("/")
+    userinfo, at, hosts = netloc.rpartition("@")
+    if not at:
+        hosts, userinfo = netloc, ""
+    sentinels: list[tuple[str, int]] = []
+    for item in hosts.split(","):
+        try:
+            parts = urlsplit(f"//{item}")
+            port = parts.port
+        except ValueError as exc:
+            raise ValueError(f"bad Redis URL {url!r}: {exc}; {_FORM}") from None
+        if not parts.hostname:
+            raise ValueError(f"bad Redis URL {url!r}: a Sentinel without a host; {_FORM}")
+        sentinels.append((parts.hostname, port or 26379))
+    service, _, db = path.strip("/").partition("/")
+    if not service:
+        raise ValueError(f"bad Redis URL {url!r}: no service name (the primary's name in "
+                         f"the Sentinels' configuration); {_FORM}")
+    if db and not db.isdigit():
+        raise ValueError(f"bad Redis URL {url!r}: the database must be a number; {_FORM}")
+    username, _, password = userinfo.partition(":")
+    return RedisAddress(
+        host=sentinels[0][0], port=sentinels[0][1], db=int(db or 0),
+        username=unquote(username) or None, password=unquote(password) or None, tls=tls,
+        sentinels=tuple(sentinels), service=unquote(service),
     )
 
 
@@ -107,11 +171,31 @@ class RedisState:
         self.op_timeout = op_timeout
         a = self.address
         self._coredis = coredis
-        self._client = coredis.Redis(
-            host=a.host, port=a.port, db=a.db, username=a.username, password=a.password,
-            ssl=a.tls, connect_timeout=min(op_timeout, 2.0), max_connections=max_connections,
-            decode_responses=False, verify_version=False,
-        )
+        connect = min(op_timeout, 2.0)
+        #: What open_redis_state enters (a Sentinel's own clients come first).
+        self._contexts: list[Any] = []
+        if a.sentinels:
+            # Sentinel tells where the primary is, and again after a failover.
+            sentinel = coredis.Sentinel(
+                [coredis.connection.TCPLocation(h, p) for h, p in a.sentinels],
+                sentinel_kwargs={"connect_timeout": connect})
+            tls: dict[str, Any] = {}
+            if a.tls:
+                import ssl
+
+                tls["ssl_context"] = ssl.create_default_context()
+            self._client = sentinel.primary_for(
+                a.service, db=a.db, username=a.username, password=a.password,
+                connect_timeout=connect, max_connections=max_connections,
+                decode_responses=False, **tls)
+            self._contexts.append(sentinel)
+        else:
+            self._client = coredis.Redis(
+                host=a.host, port=a.port, db=a.db, username=a.username, password=a.password,
+                ssl=a.tls, connect_timeout=connect, max_connections=max_connections,
+                decode_responses=False, verify_version=False,
+            )
+        self._contexts.append(self._client)
 
     async def _open(self) -> Any:
         await trio.lowlevel.checkpoint()
@@ -178,11 +262,19 @@ class RedisState:
         self, log: str, fields: Mapping[str, bytes], *, max_len: int, ttl: float | None = None
     ) -> str:
         """See :meth:`SharedState.append`."""
-        args: list[Any] = [str(max_len), str(_ms(ttl))]
-        for name, value in fields.items():
-            args += [name, value]
-        result = await self._call("XADD", lambda c: c.eval(_APPEND, keys=[log], args=args))
-        return _text(result)
+        return (await self.append_many([(log, fields, max_len, ttl)]))[0]
+
+    async def append_many(self, appends: Sequence[Append]) -> list[str]:
+        """See :meth:`SharedState.append_many`: one script, one round trip."""
+        keys: list[str] = []
+        args: list[Any] = []
+        for log, fields, max_len, ttl in appends:
+            keys.append(log)
+            args += [str(2 * len(fields)), str(max_len), str(_ms(ttl))]
+            for name, value in fields.items():
+                args += [name, value]
+        result = await self._call("XADD", lambda c: c.eval(_APPEND, keys=keys, args=args))
+        return [_text(r) for r in result]
 
     async def read_range(self, log: str, after: str = "0", count: int | None = None) -> list[Entry]:
         """See :meth:`SharedState.read_range`."""
@@ -259,7 +351,9 @@ async def open_redis_state(
     :class:`SharedStateError` until it is."""
     state = RedisState(url, op_timeout=op_timeout, max_connections=max_connections)
     try:
-        async with state._client:
+        async with AsyncExitStack() as stack:
+            for context in state._contexts:
+                await stack.enter_async_context(context)
             yield state
     except BaseExceptionGroup as group:
         # coredis's task group wraps what left the block: let a lone error be itself.

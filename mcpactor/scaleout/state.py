@@ -9,8 +9,8 @@ can carry it:
 
 - keys with a time to live (``get``, ``set``, ``compare_and_set``, ``delete``, ``touch``);
 - append-only logs with a bounded length and a time to live (``append``,
-  ``read_range``, ``read_new``), each entry a dict of byte strings under an id that
-  orders it after every earlier entry of its log;
+  ``append_many``, ``read_range``, ``read_new``), each entry a dict of byte strings
+  under an id that orders it after every earlier entry of its log;
 - fire-and-forget broadcast (``publish``, ``subscribe``): only the subscribers of the
   moment hear a message.
 
@@ -22,16 +22,19 @@ never a hang.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Protocol, runtime_checkable
 
 import trio
 
-__all__ = ["Entry", "MemoryState", "SharedState", "SharedStateError"]
+__all__ = ["Append", "Entry", "MemoryState", "SharedState", "SharedStateError"]
 
 #: One log entry: its id and its fields.
 Entry = tuple[str, dict[str, bytes]]
+#: One append of :meth:`SharedState.append_many`: the log, the fields, ``max_len`` and
+#: ``ttl`` (as :meth:`SharedState.append` takes them).
+Append = tuple[str, Mapping[str, bytes], int, "float | None"]
 
 
 class SharedStateError(Exception):
@@ -76,6 +79,12 @@ class SharedState(Protocol):
     ) -> str:
         """Add an entry to ``log``, keeping about its last ``max_len`` entries, and give
         the log ``ttl`` seconds to live; the new entry's id."""
+        ...
+
+    async def append_many(self, appends: Sequence[Append]) -> list[str]:
+        """Several appends (to one log or several) in one round trip, done in order; the
+        new entries' ids. Either all are done or it raises (a store that failed midway
+        may have done the first ones: the caller treats them all as failed)."""
         ...
 
     async def read_range(self, log: str, after: str = "0", count: int | None = None) -> list[Entry]:
@@ -211,6 +220,11 @@ class MemoryState:
         entries.changed.set()
         entries.changed = trio.Event()
         return entry_id
+
+    async def append_many(self, appends: Sequence[Append]) -> list[str]:
+        """See :meth:`SharedState.append_many`."""
+        return [await self.append(log, fields, max_len=max_len, ttl=ttl)
+                for log, fields, max_len, ttl in appends]
 
     async def read_range(self, log: str, after: str = "0", count: int | None = None) -> list[Entry]:
         """See :meth:`SharedState.read_range`."""

@@ -10,8 +10,10 @@ With it, any worker answers ``tasks/get``, ``tasks/list``, ``tasks/result`` and
   oldest first; the cursor is an entry id);
 - ``tc:<task>``: a channel told of each change (``tasks/result`` waits on it, and
   re-reads every ``poll`` seconds in case a message was lost);
-- ``tx:<worker>``: a channel telling a worker to cancel a task it runs (a
-  ``tasks/cancel`` that landed elsewhere).
+- ``tx:<worker>``: the worker's task log, read in order by the worker
+  (:meth:`SharedTaskStore.serve_control`): a cancel of a task it runs (a
+  ``tasks/cancel`` that landed elsewhere), and the messages between a task running
+  here and the sessions of other workers attached to it (:mod:`.task_relay`).
 
 A worker that stops without finishing its tasks (``kill -9``, a crash) leaves them
 ``working`` in the store. Its liveness key (``w:<worker>``, the cluster's heartbeat) runs
@@ -22,8 +24,9 @@ to ``failed`` saying why. So a task is never reported running forever.
 from __future__ import annotations
 
 import base64
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -46,7 +49,12 @@ WORKER_GONE_MESSAGE = "the worker running the task stopped before it finished"
 INDEX_TTL = 7 * 86400.0
 #: Entries kept per task index.
 INDEX_MAX = 100_000
+#: Entries kept in a worker's task log, and seconds it lives after its last entry.
+CONTROL_MAX = 100_000
+CONTROL_TTL = 3600.0
 _CAS_TRIES = 100
+
+log = logging.getLogger("mcpactor.scaleout")
 
 
 class SharedTaskStore:
@@ -152,7 +160,7 @@ class SharedTaskStore:
                                                 self._encode(new, worker), ttl=ttl):
                 await self.state.publish(self._key("tc", task_id), str(new.version).encode())
                 if status == "cancelled" and worker != self.worker:
-                    await self.state.publish(self._key("tx", worker), task_id.encode())
+                    await self.send_control(worker, {"k": "cancel", "task": task_id})
                 return new, True
         raise SharedStateError(f"{self.state.name}: task {task_id} changed too often to "
                                "update it; retry")
@@ -190,24 +198,48 @@ class SharedTaskStore:
         """See :meth:`mcpactor.tasks.TaskStore.delete`."""
         await self.state.delete(self._key("t", task_id))
 
-    async def serve_cancels(self, cancel: Callable[[str], object]) -> None:
-        """Until cancelled: call ``cancel(task_id)`` for each task of this worker that
-        another worker cancelled (its record says so already). A store that fails is
-        subscribed to again a second later."""
+    async def worker_of(self, task_id: str) -> str | None:
+        """The worker running the task (None: unknown, expired)."""
+        found = await self._read(task_id)
+        return None if found is None else found[2]
+
+    async def send_control(self, worker: str, message: dict[str, Any]) -> None:
+        """Append ``message`` (JSON) to ``worker``'s task log."""
+        await self.state.append(self._key("tx", worker), {"j": jsonrpc.dumps(message)},
+                                max_len=CONTROL_MAX, ttl=CONTROL_TTL)
+
+    async def serve_control(
+        self, handle: Callable[[dict[str, Any]], Awaitable[None]]
+    ) -> None:
+        """Until cancelled: ``handle`` each message of this worker's task log, in the
+        order they were appended (``{"k": "cancel", "task": ...}``: another worker
+        recorded a task of this worker cancelled). A store that fails is read again
+        after a growing pause, from where it stopped."""
+        key = self._key("tx", self.worker)
+        after = "0"
+        failures = 0
         while True:
             try:
-                async with self.state.subscribe(self._key("tx", self.worker)) as messages:
-                    async for data in messages:
-                        cancel(data.decode())
+                entries = await self.state.read_new(key, after, timeout=5.0)
             except SharedStateError:
-                pass
-            await trio.sleep(1.0)
+                failures += 1
+                await trio.sleep(min(0.1 * 2 ** min(failures, 5), 2.0))
+                continue
+            failures = 0
+            for entry_id, fields in entries:
+                after = entry_id
+                try:
+                    message = jsonrpc.loads(fields.get("j", b"{}"))
+                    await handle(message)
+                except Exception:  # one bad message must not stop the worker's log
+                    log.exception("task log message %s of worker %s failed", entry_id,
+                                  self.worker)
 
 
 def install_shared_tasks(cluster: Cluster, runtime: TaskRuntime) -> SharedTaskStore | None:
     """Make ``runtime`` keep its tasks in the cluster's store (unless the server was
     given a store of its own); the store, or None. The caller runs
-    :meth:`SharedTaskStore.serve_cancels` and puts the old store back afterwards."""
+    :meth:`SharedTaskStore.serve_control` and puts the old store back afterwards."""
     if runtime.options.store is not None:
         return None
     store = SharedTaskStore(cluster.state, worker=cluster.id, prefix=cluster.options.prefix,

@@ -1,4 +1,5 @@
-"""The per-session actor tree: supervisor, reader, writer, notifier, tracker, handlers."""
+"""The per-session actors: the supervisor (``Session``) and the router, dispatcher,
+outbound, notifier and writer it composes."""
 
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Limits, Session, SessionHandler, live_sessions

@@ -40,5 +40,6 @@ class BatchCollector:
             data = encode_batch(self.parts)
             self.parts = []
             session = self.session
-            assert session._handlers is not None
-            session._handlers.start_soon(session._send, data, self.related)
+            handlers = session.dispatcher.handlers
+            assert handlers is not None
+            handlers.start_soon(session.writer.send, data, self.related)

@@ -8,66 +8,74 @@ request on the sequential path. The token, the count of messages handed over but
 yet taken out (a parked writer receives an item directly, so the channel's buffer
 alone cannot tell), and whether the transport broke are the writer's state.
 
-:class:`WriterActor` is the part of :class:`~mcpactor.session.session.Session` that is
-the writer; the session starts :meth:`WriterActor._writer` in its actor tree.
+A request-scoped session (:mod:`mcpactor.session.scoped`) runs no writer task: every
+message is written in place by the task that sends it, holding the same token, so
+order is still send order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
 from mcpactor.protocol.errors import ConnectionClosed
 from mcpactor.protocol.jsonrpc import RequestId
-from mcpactor.session.limits import Limits
-from mcpactor.tracing.tasks import TRACK
-from mcpactor.tracing.tracer import Compact
-from mcpactor.transports.base import Outgoing, Transport, TransportClosed
+from mcpactor.tracing.tasks import TRACK, Node
+from mcpactor.transports.base import Outgoing, TransportClosed
 
-__all__ = ["WriterActor"]
+if TYPE_CHECKING:
+    from mcpactor.session.session import Session
+
+__all__ = ["Writer"]
 
 
-class WriterActor:
-    """The writer's state and code, shared by the session's tasks (see the module)."""
+class Writer:
+    """The writer's state and code (see the module); one per session."""
 
-    # Set by the session (its constructor) before _init_writer().
-    transport: Transport
-    limits: Limits
-    id: str
-    close_reason: str | None
-    _log: Callable[[Compact], None] | None
-    _clock: Callable[[], int]
-    _reader_scope: trio.CancelScope
+    __slots__ = ("_io_spare", "_out_recv", "_out_send", "_queued", "_token_free",
+                 "_writer_holding", "_writing", "broken", "closed", "direct", "session")
 
-    def _init_writer(self) -> None:
-        self._out_send, self._out_recv = trio.open_memory_channel[Outgoing](
-            self.limits.outbound_buffer
-        )
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        # The mailbox, made when first needed (the tree's start, or a send before it):
+        # a request-scoped session never needs one.
+        self._out_send: trio.MemorySendChannel[Outgoing] | None = None
+        self._out_recv: trio.MemoryReceiveChannel[Outgoing] | None = None
         # The write token: who is writing to the transport now (writer or a handler).
         self._writing = False
         self._writer_holding = False
         self._queued = 0  # messages handed to the writer's mailbox, not yet taken out
         self._token_free: trio.Event | None = None
-        self._out_broken = False
+        #: The transport broke on a write: nothing more is written.
+        self.broken = False
+        #: No writer task (a request-scoped session): every send writes in place.
+        self.direct = False
+        #: The session ended: sends raise ConnectionClosed.
+        self.closed = False
+        # The node a writing task carries inside the transport (Node.lend): one for the
+        # session, since only the holder of the write token writes.
+        self._io_spare: Node | None = None
 
-    def _emit(self, actor: str, kind: str, data: dict[str, Any]) -> None:
-        log = self._log
-        if log is not None:
-            log((self._clock(), self.id, actor, kind, data))
-
-    async def _send(self, data: bytes, related: RequestId | None = None) -> None:
+    async def send(self, data: bytes, related: RequestId | None = None) -> None:
+        """Queue one message for the transport (``related``: the inbound request it
+        belongs to, see :data:`~mcpactor.transports.base.Outgoing`)."""
+        if self.direct:
+            await self._send_direct(data, related)
+            return
+        mailbox = self._out_send
+        if mailbox is None:
+            mailbox = self._mailbox()[0]
         # send_nowait when the mailbox has room: no scheduler round trip per message.
         # Only a full mailbox (a slow peer) makes the sender wait — that is backpressure.
         # Counted before it is handed over: a parked writer receives the item directly,
         # so the channel's buffer alone cannot tell whether a message is pending.
         self._queued += 1
         try:
-            self._out_send.send_nowait((data, related))
+            mailbox.send_nowait((data, related))
         except trio.WouldBlock:
             try:
-                await self._out_send.send((data, related))
+                await mailbox.send((data, related))
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 self._queued -= 1
                 raise ConnectionClosed("the session is closed") from None
@@ -78,7 +86,19 @@ class WriterActor:
             self._queued -= 1
             raise ConnectionClosed("the session is closed") from None
 
-    async def _send_in_place(self, data: bytes, related: RequestId | None) -> None:
+    def _mailbox(
+        self,
+    ) -> tuple[trio.MemorySendChannel[Outgoing], trio.MemoryReceiveChannel[Outgoing]]:
+        send, recv = self._out_send, self._out_recv
+        if send is None or recv is None:
+            send, recv = trio.open_memory_channel[Outgoing](
+                self.session.limits.outbound_buffer)
+            self._out_send, self._out_recv = send, recv
+            if self.closed:
+                send.close()
+        return send, recv
+
+    async def send_in_place(self, data: bytes, related: RequestId | None) -> None:
         """Send a handler's final message, writing it in place when nothing is queued
         or being written ahead of it.
 
@@ -86,14 +106,34 @@ class WriterActor:
         which saves the writer a wake-up on the sequential path (one request in flight).
         Order is kept: the token is only borrowed when no earlier message is pending.
         """
-        if self._writing or self._writer_holding or self._queued or self._out_broken:
-            await self._send(data, related)
+        if self._writing or self._writer_holding or self._queued or self.broken:
+            await self.send(data, related)
             return
         self._writing = True
         try:
             await self._write([(data, related)])
         finally:
             self._release_write_token()
+
+    async def _send_direct(self, data: bytes, related: RequestId | None) -> None:
+        """No writer task: wait for the token, then write in place."""
+        if self.closed:
+            raise ConnectionClosed("the session is closed")
+        while self._writing:
+            await self._token_released()
+        self._writing = True
+        try:
+            await self._write([(data, related)])
+        finally:
+            self._release_write_token()
+
+    async def _token_released(self) -> None:
+        # One event for every task waiting for the token (several can, with no writer
+        # task); each checks again when it wakes.
+        waiting = self._token_free
+        if waiting is None:
+            waiting = self._token_free = trio.Event()
+        await waiting.wait()
 
     def _release_write_token(self) -> None:
         self._writing = False
@@ -109,12 +149,13 @@ class WriterActor:
         transport's send yielded to the scheduler (what a replay's transport repeats);
         a send that fails or is cancelled is traced as such, with the same count.
         """
-        if self._out_broken:
+        if self.broken:
             return
-        log = self._log
+        session = self.session
+        log = session._log
         if log is None:
             try:
-                await self.transport.send(batch)
+                await session.transport.send(batch)
             except TransportClosed as exc:
                 self._broke(exc)
             return
@@ -125,33 +166,49 @@ class WriterActor:
         before = task._schedule_points
         # Inside the transport the task carries its io node: the transport's reads and
         # tasks are not the session's (mcpactor.tracing.tasks).
-        token = TRACK.set(node.io()) if node is not None and node.task is task else None
+        if node is not None and node.task is task:
+            spare = self._io_spare
+            if spare is None:
+                spare = self._io_spare = Node(None, session.id)
+            token = TRACK.set(node.lend(spare))
+        else:
+            token = None
         try:
-            await self.transport.send(batch)
+            await session.transport.send(batch)
         except TransportClosed as exc:
             yields = task._schedule_points - before
             self._broke(exc, yields)
             return
         except BaseException:
-            self._emit("writer", "send_cancelled", {"yields": task._schedule_points - before})
+            session._emit("writer", "send_cancelled",
+                          {"yields": task._schedule_points - before})
             raise
         finally:
             if token is not None:
                 TRACK.reset(token)
         yields = task._schedule_points - before
-        sid = self.id
-        clock = self._clock
+        sid = session.id
+        clock = session._clock
         for m, rel in batch:
             log((clock(), sid, "writer", "message_out", m, rel, yields))
 
     def _broke(self, exc: TransportClosed, yields: int = 0) -> None:
-        self._out_broken = True
-        self.close_reason = self.close_reason or f"transport broke: {exc}"
-        self._emit("writer", "transport_broken", {"error": str(exc), "yields": yields})
-        self._reader_scope.cancel()
+        self.broken = True
+        session = self.session
+        session.close_reason = session.close_reason or f"transport broke: {exc}"
+        session._emit("writer", "transport_broken", {"error": str(exc), "yields": yields})
+        session._stop()
 
-    async def _writer(self) -> None:
-        recv = self._out_recv
+    def close(self) -> None:
+        """The session ends: what is queued is still written (the writer task takes it
+        out, then stops); later sends raise ConnectionClosed."""
+        self.closed = True
+        if self._out_send is not None:
+            self._out_send.close()
+
+    async def run(self) -> None:
+        """The writer task: take what is queued, in batches, and write it."""
+        recv = self._mailbox()[1]
         receive_nowait = recv.receive_nowait
         async for first in recv:
             # Claimed before any yield, so no handler writes in place ahead of this batch.
@@ -164,8 +221,7 @@ class WriterActor:
                 pass
             self._queued -= len(batch)
             while self._writing:
-                self._token_free = trio.Event()
-                await self._token_free.wait()
+                await self._token_released()
             self._writing = True
             try:
                 await self._write(batch)

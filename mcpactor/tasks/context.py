@@ -46,6 +46,11 @@ class TaskRequestContext(RequestContext):
         return self.task.session
 
     @property
+    def peer_capabilities(self) -> dict[str, Any]:
+        """The capabilities of the client the task talks to now."""
+        return self.task.peer_capabilities
+
+    @property
     def task_id(self) -> str:
         """The id of the task this request runs as."""
         return self.task.task_id

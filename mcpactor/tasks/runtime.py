@@ -31,12 +31,13 @@ Protocol mapping lives in the callers (:mod:`mcpactor.server.tasks`,
 
 from __future__ import annotations
 
+import abc
 import contextvars
 import logging
 import math
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import trio
@@ -58,7 +59,8 @@ if TYPE_CHECKING:
     from mcpactor.session.session import Session
     from mcpactor.session.tracker import Timeout
 
-__all__ = ["Outcome", "Requester", "RunningTask", "TaskOptions", "TaskRuntime", "Work"]
+__all__ = ["Outcome", "RemoteRequestor", "Requester", "RunningTask", "TaskOptions", "TaskPeers",
+           "TaskRuntime", "Work"]
 
 log = logging.getLogger("mcpactor.tasks")
 
@@ -131,6 +133,54 @@ class Outcome:
 Work = Callable[["RunningTask"], Awaitable[Outcome]]
 
 
+class RemoteRequestor(abc.ABC):
+    """A session held by another process sharing the task store (scale-out), attached
+    to a task whose work runs here: the task's messages to it travel through the store
+    (:mod:`mcpactor.scaleout.task_relay`). It takes what a local session takes from a
+    task (notifications, requests); ``closed`` is set once it is known to be gone."""
+
+    #: The session's id.
+    id: str
+    closed: trio.Event
+    #: The capabilities its client declared (what the task's questions may use).
+    capabilities: dict[str, Any]
+
+    @abc.abstractmethod
+    async def notify(
+        self, method: str, params: Any = None, *, related_request: RequestId | None = None
+    ) -> None:
+        """Send a notification to the session's client."""
+
+    @abc.abstractmethod
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: Timeout | float | None = None,
+        result_cls: Any = None,
+        related_request: RequestId | None = None,
+    ) -> Any:
+        """Send a request to the session's client and wait for its answer."""
+
+
+class TaskPeers(Protocol):
+    """Tasks whose work runs in another process sharing the store (scale-out): a
+    session here that asks about one is attached to it there, so that the task's
+    status notifications, progress, logs and questions reach it as they reach a
+    session of the running process."""
+
+    async def attach(self, task_id: str, session: Session,
+                     result_request: RequestId | None) -> None:
+        """``session`` asked about the task (``result_request``: its ``tasks/result``
+        waiting now)."""
+        ...
+
+    async def detach(self, task_id: str, session: Session, result_request: RequestId) -> None:
+        """The ``tasks/result`` ``result_request`` of ``session`` is answered (or gone)."""
+        ...
+
+
 def new_task_id() -> str:
     """A fresh, unguessable task id (128 bits). Read through ``os.urandom`` at call
     time: a recording captures it and a replay hands the same id out again."""
@@ -165,8 +215,9 @@ class RunningTask:
         self.request_id = request_id
         self.progress_token = progress_token
         self.scope = trio.CancelScope()
-        #: Attached sessions, oldest first, each with its pending ``tasks/result`` ids.
-        self._sessions: dict[Session, list[RequestId]] = {creator: []}
+        #: Attached sessions, oldest first, each with its pending ``tasks/result`` ids
+        #: (sessions of other processes too, with ``--redis``).
+        self._sessions: dict[Session | RemoteRequestor, list[RequestId]] = {creator: []}
         self._attached: trio.Event | None = None
         self.cancel_requested = False
         self._last_progress: float | None = None
@@ -180,7 +231,9 @@ class RunningTask:
 
     # -- sessions ------------------------------------------------------------------------
 
-    def attach(self, session: Session, result_request: RequestId | None = None) -> None:
+    def attach(
+        self, session: Session | RemoteRequestor, result_request: RequestId | None = None
+    ) -> None:
         """``session`` asked about the task (``result_request``: its ``tasks/result``
         waiting now): it becomes the newest place the task talks to."""
         pending = self._sessions.pop(session, [])
@@ -191,19 +244,20 @@ class RunningTask:
             self._attached.set()
             self._attached = None
 
-    def detach_result(self, session: Session, result_request: RequestId) -> None:
+    def detach_result(self, session: Session | RemoteRequestor,
+                      result_request: RequestId) -> None:
         """A ``tasks/result`` of ``session`` is answered (or gone)."""
         pending = self._sessions.get(session)
         if pending is not None and result_request in pending:
             pending.remove(result_request)
 
-    def live_sessions(self) -> list[Session]:
+    def live_sessions(self) -> list[Session | RemoteRequestor]:
         """The attached sessions still open, newest last (closed ones are forgotten)."""
         for gone in [s for s in self._sessions if _ended(s)]:
             del self._sessions[gone]
         return list(self._sessions)
 
-    def _target(self) -> tuple[Session, RequestId | None] | None:
+    def _target(self) -> tuple[Session | RemoteRequestor, RequestId | None] | None:
         """Where a message of the task goes: a session with a ``tasks/result`` waiting
         (on that request's stream, the 2025-11-25 way), else the newest live one."""
         live = self.live_sessions()
@@ -215,9 +269,22 @@ class RunningTask:
 
     @property
     def session(self) -> Session:
-        """The session the task talks to now (its creator's once all have closed)."""
+        """The session of this process the task talks to now (its creator's once all
+        have closed): what the work's context shows as its session."""
         target = self._target()
-        return target[0] if target is not None else self.creator
+        if target is not None and not isinstance(target[0], RemoteRequestor):
+            return target[0]
+        local = [s for s in self.live_sessions() if not isinstance(s, RemoteRequestor)]
+        return local[-1] if local else self.creator
+
+    @property
+    def peer_capabilities(self) -> dict[str, Any]:
+        """The capabilities of the client the task talks to now (a session of another
+        process included)."""
+        target = self._target()
+        if target is not None and isinstance(target[0], RemoteRequestor):
+            return target[0].capabilities
+        return self.session.connection.peer_capabilities or {}
 
     # -- status ----------------------------------------------------------------------------
 
@@ -339,7 +406,8 @@ class RunningTask:
         return await self._send_notification(target, method, wire)
 
     async def _send_notification(
-        self, target: tuple[Session, RequestId | None], method: str, params: dict[str, Any]
+        self, target: tuple[Session | RemoteRequestor, RequestId | None], method: str,
+        params: dict[str, Any],
     ) -> bool:
         session, related = target
         try:
@@ -428,6 +496,8 @@ class TaskRuntime:
         #: Called with each change of a task (and its worker state when it runs here):
         #: how a server tells the 2026-07-28 listeners (``notifications/tasks``).
         self.observers: list[Callable[[TaskRecord, RunningTask | None], None]] = []
+        #: Tasks running in other processes that share the store (set by scale-out).
+        self.peers: TaskPeers | None = None
         self._run_state: trio.lowlevel.RunVar[_RunState] = trio.lowlevel.RunVar(
             f"mcpactor_tasks_{id(self)}")
 
@@ -572,10 +642,21 @@ class TaskRuntime:
         if record is None or (record.owner is not None and record.owner != requester.owner):
             raise InvalidParams("Failed to retrieve task: Task not found",
                                 data={"taskId": task_id})
-        running = self._running.get(task_id)
-        if running is not None and session is not None:
-            running.attach(session)
+        if session is not None:
+            await self._attach(record, session, None)
         return record
+
+    async def _attach(self, record: TaskRecord, session: Session,
+                      result_request: RequestId | None) -> bool:
+        """Attach ``session`` to the task, here or in the process running it; whether
+        it was attached elsewhere."""
+        running = self._running.get(record.task_id)
+        if running is not None:
+            running.attach(session, result_request)
+        elif self.peers is not None and not record.terminal:
+            await self.peers.attach(record.task_id, session, result_request)
+            return True
+        return False
 
     async def wait_terminal(self, task_id: str, requester: Requester, session: Session,
                             request_id: RequestId) -> TaskRecord:
@@ -583,8 +664,7 @@ class TaskRuntime:
         requests to the requestor go on this request's stream."""
         record = await self.get(task_id, requester)
         running = self._running.get(task_id)
-        if running is not None:
-            running.attach(session, request_id)
+        elsewhere = await self._attach(record, session, request_id)
         try:
             while not record.terminal:
                 latest = await self.store.wait(task_id, record.version)
@@ -595,6 +675,9 @@ class TaskRuntime:
         finally:
             if running is not None:
                 running.detach_result(session, request_id)
+            elif elsewhere and self.peers is not None:
+                with _bounded_shield():
+                    await self.peers.detach(task_id, session, request_id)
         return record
 
     async def cancel(self, task_id: str, requester: Requester,
@@ -603,8 +686,9 @@ class TaskRuntime:
         """Cancel the task (``tasks/cancel``): it is ``cancelled`` before this returns,
         and its worker (if here) is cancelled at its next checkpoint. A terminal task:
         -32602, or (``terminal_ok``, the 2026-07-28 extension's idempotent cancel) its
-        record as it is."""
-        record = await self.get(task_id, requester)
+        record as it is. ``session`` is attached first, so it hears the status change
+        too."""
+        record = await self.get(task_id, requester, session)
         running = self._running.get(task_id)
         by = running.creator if running is not None else session
         if record.terminal:
@@ -632,19 +716,28 @@ class TaskRuntime:
                 f"Cannot cancel task: already in terminal status '{new.status}'",
                 data={"taskId": task_id, "status": new.status})
         if running is not None:
-            self.cancel_local(task_id)
+            self._stop(running)
             await self._publish(new, running)
         return new
 
-    def cancel_local(self, task_id: str) -> bool:
-        """Cancel the worker of a task already recorded ``cancelled`` (by :meth:`cancel`,
-        or by another process sharing the store), if it runs here; whether it did."""
+    async def cancel_local(self, task_id: str) -> bool:
+        """Cancel the worker of a task another process sharing the store recorded
+        ``cancelled``, if it runs here, and tell its sessions (as :meth:`cancel` does);
+        whether it ran here."""
         running = self._running.get(task_id)
         if running is None:
             return False
+        self._stop(running)
+        record = await self.store.get(task_id)
+        if record is not None and record.status == "cancelled":
+            await self._publish(record, running)
+        return True
+
+    @staticmethod
+    def _stop(running: RunningTask) -> None:
+        """Cancel the worker of a task recorded ``cancelled`` (at its next checkpoint)."""
         running.cancel_requested = True
         running.scope.cancel()
-        return True
 
     async def update(self, task_id: str, requester: Requester,
                      responses: dict[str, Any]) -> TaskRecord:
@@ -696,9 +789,11 @@ def ttl_seconds(record: TaskRecord) -> float:
     return math.inf if record.ttl_ms is None else record.ttl_ms / 1000
 
 
-def _ended(session: Session) -> bool:
+def _ended(session: Session | RemoteRequestor) -> bool:
     """Whether ``session`` is over (or closing: its connection refuses to send)."""
-    return session.closed.is_set() or session.connection.state is State.CLOSED
+    if session.closed.is_set():
+        return True
+    return not isinstance(session, RemoteRequestor) and session.connection.state is State.CLOSED
 
 
 def _bounded_shield(seconds: float = 5.0) -> trio.CancelScope:

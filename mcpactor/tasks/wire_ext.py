@@ -101,6 +101,7 @@ async def answer(runtime: TaskRuntime, rc: RequestContext) -> Any:
         return {}
     if rc.method == "tasks/cancel":
         ids = rc.params
-        await runtime.cancel(ids.task_id, requester, rc.session, terminal_ok=True)
+        # No session is attached: the extension tells sessions nothing of a task.
+        await runtime.cancel(ids.task_id, requester, terminal_ok=True)
         return {}
     raise MethodNotFound(f"Method not found: {rc.method}")

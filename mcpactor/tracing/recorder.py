@@ -161,6 +161,8 @@ class Recorder:
         self._flusher: trio.CancelScope | None = None
         self._seed = str(self.header.seeds.get("random"))
         self._task_ids = 0
+        #: The seq and run of the latest sched record handed on (RecordingScheduler).
+        self._last_sched: tuple[int, list[int] | None] = (0, None)
         #: The trace's clock, in nanoseconds: Trio's system clock is perf_counter, read
         #: here directly (a C function, called for every record); a virtual clock is
         #: read through itself (start()).
@@ -316,6 +318,13 @@ class Recorder:
         chunk = events[:n]
         del events[:n]
         first = self._base + 1
+        # The latest sched record goes with the chunk; the scheduler's position() needs
+        # its seq and run afterwards.
+        for i in range(n - 1, -1, -1):
+            ev = chunk[i]
+            if ev[3] == "sched" and ev[0] == 0:
+                self._last_sched = (first + i, ev[5])
+                break
         self._base += n
         self._last_handoff = _perf_ns()
         self._output.submit(first, chunk, last=last)

@@ -29,14 +29,16 @@ clock hooks, which run the recorded steps in the recorded order at the recorded 
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import random
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import trio
 
-from mcpactor.tracing.tasks import TRACK, classify
+from mcpactor.tracing.tasks import DONE, TRACK, classify
 
 #: Records a recording buffers before it hands them on (the recorder's own limit).
 CHUNK_EVENTS = 512
@@ -69,18 +71,16 @@ def internals_ok() -> bool:
 class KeepOrder(random.Random):
     """Trio's scheduling coin, made to keep the order a hook chose.
 
-    Trio reverses a batch when ``random()`` is below 0.5 (never, here); under
-    Hypothesis it sorts the batch and calls ``shuffle``, which puts back the order the
-    hook chose (:attr:`planned`).
+    Trio reverses a batch when ``random()`` is below 0.5 (never, here: a C callable
+    that always answers 0.75, so the loop pays no Python call for it); under Hypothesis
+    it sorts the batch and calls ``shuffle``, which puts back the order the hook chose
+    (:attr:`planned`).
     """
 
     def __init__(self) -> None:
         super().__init__(0)
         self.planned: list[Any] = []
-
-    def random(self) -> float:
-        """Never below 0.5: Trio leaves the batch as the hook returned it."""
-        return 0.75
+        self.random = itertools.repeat(0.75).__next__  # type: ignore[method-assign]
 
     def shuffle(self, x: Any, *args: Any, **kwargs: Any) -> None:
         """The hook's order, whatever Trio did to the batch before (the batch is the one
@@ -90,17 +90,74 @@ class KeepOrder(random.Random):
             x[:] = planned
 
 
-class RecordingRunq(deque[Any]):
-    """Trio's run queue, telling the scheduler of every batch Trio takes from it."""
+_deque_iter = deque.__iter__
 
-    def __init__(self, tasks: Any, hook: Callable[[list[Any]], list[Any]]) -> None:
+
+class RecordingRunq(deque[Any]):
+    """Trio's run queue; Trio copies it once per pass of its loop to make the batch,
+    and that copy (:meth:`__iter__`) is the scheduler's hook.
+
+    The usual case, one recording in the run, is handled here in one frame: it runs for
+    every pass of the loop and is most of what recording costs the process. Anything
+    else goes to :meth:`RecordingScheduler._batch_many`.
+    """
+
+    def __init__(self, tasks: Any, scheduler: RecordingScheduler) -> None:
         super().__init__(tasks)
-        self._hook = hook
+        self.scheduler = scheduler
+        #: The run's only recording (None when there are none or several).
+        self.rec: Any = None
+        self.coin = scheduler._coin.random
+        self.clock: RecordingClock | None = None
 
     def __iter__(self) -> Iterator[Any]:
-        # Trio iterates the queue once per pass of its loop, to copy it into the batch.
-        batch = self._hook([*deque.__iter__(self)])
-        return iter(batch)
+        """One pass's batch (in the order the tasks became runnable): name new followed
+        tasks, choose the order (a coin, as Trio's own, reversing the batch half the
+        time), log the followed tasks' part of it as one ``sched`` record; returns the
+        batch so that Trio, which pops from the end of its copy, runs it in that order."""
+        tasks = list(_deque_iter(self))
+        rec = self.rec
+        s = self.scheduler
+        if rec is None:
+            return reversed(s._batch_many(tasks))
+        ids: list[int] = []
+        new: dict[int, Any] | None = None
+        for task in tasks:
+            node = task.context.get(TRACK)
+            if node is None:
+                continue
+            if node.task is not task:
+                node = classify(task)
+                if node is None:
+                    continue  # a transport's own task
+            if node.rec is not rec:
+                continue
+            tid = node.id
+            if not tid:
+                tid = node.id = rec.next_id()
+                parent = node.parent
+                # A child as (parent, ordinal): the sink writes out its name.
+                if new is None:
+                    new = {}
+                new[tid] = node.name if parent is None else (parent.id, node.ordinal)
+            ids.append(tid)
+        if self.coin() < 0.5:
+            tasks.reverse()
+            ids.reverse()
+        s.order = tasks
+        s.current = ids
+        clock = self.clock
+        events = rec._events
+        if ids:
+            events.append((0, None, None, "sched",
+                           clock.now if clock is not None else trio.current_time(), ids, new))
+        if len(events) >= CHUNK_EVENTS:
+            rec.handoff()
+        if clock is not None:
+            clock.fresh = True
+        if _trio_run._ALLOW_DETERMINISTIC_SCHEDULING:
+            s._keep.planned = tasks[::-1]
+        return reversed(tasks)
 
 
 class RecordingClock(trio.abc.Clock):
@@ -120,15 +177,18 @@ class RecordingClock(trio.abc.Clock):
         #: The reading for this pass; fresh: the next loop reading is a new pass's.
         self.now = inner.current_time()
         self.fresh = True
+        # Trio's thread-local, as seen from the thread the run is in (the clock is read
+        # there only): outside a task it has no ``task``.
+        self._trio_state = _GLOBAL.__dict__
 
     def start_clock(self) -> None:
         """Already started: the recording wraps a running clock."""
 
     def current_time(self) -> float:
         """The pass's time (see the class)."""
-        # Outside a task (Trio's loop), Trio's thread-local has no ``task``: a dict
-        # lookup, where catching the AttributeError would cost ten times more.
-        if self.fresh and "task" not in _GLOBAL.__dict__:
+        # A dict lookup for "is a task running", where catching the AttributeError
+        # would cost ten times more.
+        if self.fresh and "task" not in self._trio_state:
             self.now = self._read()
             self.fresh = False
         return self.now
@@ -169,6 +229,22 @@ class Subscriber(Protocol):
         ...
 
 
+class _TaskExits(trio.abc.Instrument):
+    """Drops a finished followed task from its node.
+
+    A followed task's context holds its node and the node names the task, a reference
+    cycle: every request's task would be left to the garbage collector, whose runs then
+    cost the recording process more than the recording itself. Marking the node done
+    when the task exits lets reference counting free both.
+    """
+
+    def task_exited(self, task: Any) -> None:
+        """Trio's hook: ``task`` has finished."""
+        node = task.context.get(TRACK)
+        if node is not None and node.task is task:
+            node.task = DONE
+
+
 class RecordingScheduler:
     """The recording half of the scheduler hooks, installed once per Trio run and shared
     by the recordings of that run (each reports the tasks of its own sessions: a
@@ -177,14 +253,17 @@ class RecordingScheduler:
     def __init__(self) -> None:
         self._coin = random.Random()
         self._keep = KeepOrder()
+        self._exits = _TaskExits()
         self.recordings: list[Subscriber] = []
-        #: The current batch in run order, and per recording the seq of its sched record.
+        #: The current batch in run order, and the followed tasks' part of it: the run
+        #: of the single recording's sched record (empty when it logged none), or per
+        #: recording (:attr:`runs`) when there are several.
         self.order: list[Any] = []
-        #: Per recording, its latest sched record: (seq, steps in it, the pass it was).
-        self.sched_seq: dict[int, tuple[int, int, int]] = {}
-        self._pass = 0
+        self.current: list[int] = []
+        self.runs: dict[int, list[int]] | None = None
         self.clock: RecordingClock | None = None
         self._runner: Any = None
+        self._runq: RecordingRunq | None = None
         self._saved: tuple[Any, Any, Any] | None = None
 
     # -- install ------------------------------------------------------------------------
@@ -200,7 +279,13 @@ class RecordingScheduler:
             scheduler = cls()
             scheduler._install()
         scheduler.recordings.append(recording)
+        scheduler._subscribed()
         return scheduler
+
+    def _subscribed(self) -> None:
+        # The run queue handles the one-recording case itself.
+        if self._runq is not None:
+            self._runq.rec = self.recordings[0] if len(self.recordings) == 1 else None
 
     async def _guard(self) -> None:
         # Trio's own parts go back when the run ends, whatever the recordings did.
@@ -214,6 +299,7 @@ class RecordingScheduler:
         """``recording`` stopped; the last one out puts Trio's own parts back."""
         if recording in self.recordings:
             self.recordings.remove(recording)
+        self._subscribed()
         if not self.recordings:
             self._uninstall()
 
@@ -222,14 +308,16 @@ class RecordingScheduler:
         self._runner = runner
         self._saved = (runner.runq, runner.clock, _trio_run._r)
         self._coin.seed(_trio_run._r.getrandbits(64))
-        runner.runq = RecordingRunq(runner.runq, self.batch)
+        runq = self._runq = RecordingRunq(runner.runq, self)
+        runner.runq = runq
         testing = _testing()
         if testing is None or not isinstance(runner.clock, testing.MockClock):
             # A MockClock stays as it is: Trio's autojump wants it there, and virtual
             # time does not move while a batch runs.
-            self.clock = RecordingClock(runner.clock)
+            self.clock = runq.clock = RecordingClock(runner.clock)
             runner.clock = self.clock
         _trio_run._r = self._keep
+        trio.lowlevel.add_instrument(self._exits)
         trio.lowlevel.spawn_system_task(self._guard, name="mcpactor-recording-guard")
 
     def _uninstall(self) -> None:
@@ -244,63 +332,15 @@ class RecordingScheduler:
         runner.clock = clock
         _trio_run._r = coin
         self._saved = None
+        self._runq = None
+        with contextlib.suppress(KeyError, RuntimeError):
+            trio.lowlevel.remove_instrument(self._exits)
 
-    # -- the hook -----------------------------------------------------------------------
-
-    def batch(self, tasks: list[Any]) -> list[Any]:
-        """One pass's batch (in the order the tasks became runnable): name new followed
-        tasks, choose the order, log it per recording; returns the batch as Trio will
-        pop it."""
-        recordings = self.recordings
-        if len(recordings) != 1:
-            return self._batch_many(tasks)
-        # The usual case, one recording: kept to one call per pass (it runs for every
-        # pass of the loop, and is most of what recording costs the process).
-        rec = recordings[0]
-        ids: list[int] = []
-        new: dict[int, Any] | None = None
-        for task in tasks:
-            node = task.context.get(TRACK)
-            if node is None:
-                continue
-            if node.task is not task:
-                node = classify(task)
-                if node is None:
-                    continue  # a transport's own task
-            if node.rec is not rec:
-                continue
-            tid = node.id
-            if not tid:
-                tid = node.id = rec.next_id()
-                parent = node.parent
-                # A child as (parent, ordinal): the sink writes out its name.
-                if new is None:
-                    new = {}
-                new[tid] = node.name if parent is None else (parent.id, node.ordinal)
-            ids.append(tid)
-        if self._coin.random() < 0.5:
-            tasks.reverse()
-            ids.reverse()
-        self.order = tasks
-        self._pass += 1
-        clock = self.clock
-        events = rec._events
-        if ids:
-            seq = rec._base + len(events) + 1
-            self.sched_seq[id(rec)] = (seq, len(ids), self._pass)
-            now = clock.now if clock is not None else trio.current_time()
-            events.append((0, None, None, "sched", now, ids, new))
-        if len(events) >= CHUNK_EVENTS:
-            rec.handoff()
-        if clock is not None:
-            clock.fresh = True
-        # Trio pops the batch from its end.
-        popped = tasks[::-1]
-        self._keep.planned = popped
-        return popped
+    # -- the hook (the one-recording case is RecordingRunq.__iter__) ----------------------
 
     def _batch_many(self, tasks: list[Any]) -> list[Any]:
         # Several recordings in one run (a server's and a client's), or none left.
+        # Returns the batch in run order.
         recordings = self.recordings
         runs: dict[Any, list[int]] = {}
         new: dict[Any, dict[int, Any]] = {}
@@ -326,29 +366,31 @@ class RecordingScheduler:
             for run in runs.values():
                 run.reverse()
         self.order = tasks
-        self._pass += 1
+        self.runs = {id(rec): run for rec, run in runs.items()}
         clock = self.clock
         if runs:
             now = clock.now if clock is not None else trio.current_time()
             for rec, run in runs.items():
-                self.sched_seq[id(rec)] = (rec.next_seq(), len(run), self._pass)
                 rec.log((0, None, None, "sched", now, run, new.get(rec)))
         if clock is not None:
             clock.fresh = True
-        popped = tasks[::-1]
-        self._keep.planned = popped
+        if _trio_run._ALLOW_DETERMINISTIC_SCHEDULING:
+            self._keep.planned = tasks[::-1]
         for rec in recordings:
             rec.after_batch()
-        return popped
+        return tasks
 
     def position(self, recording: Any) -> tuple[int, int]:
         """Where the running task is in ``recording``'s order: the seq of the current
         batch's sched record, and how many of the recording's steps in it ran before
         this one (for actions of unfollowed tasks that a replay must repeat there)."""
-        seq, steps, when = self.sched_seq.get(id(recording), (0, 0, -1))
-        if when != self._pass:
+        seq, run = latest_sched(recording)
+        runs = self.runs
+        now = runs.get(id(recording)) if runs is not None else (
+            self.current if self._runq is not None and self._runq.rec is recording else None)
+        if run is None or now is not run:
             # This pass ran none of the recording's tasks: after its latest record.
-            return seq, steps
+            return seq, 0 if run is None else len(run)
         try:
             me = trio.lowlevel.current_task()
         except RuntimeError:
@@ -363,6 +405,19 @@ class RecordingScheduler:
         return seq, done
 
 
+def latest_sched(recording: Any) -> tuple[int, list[int] | None]:
+    """The seq and run of ``recording``'s latest ``sched`` record ((0, None) before its
+    first): among the records it has not handed on, else the one it kept at the last
+    hand-over (``_last_sched``)."""
+    events = recording._events
+    for i in range(len(events) - 1, -1, -1):
+        ev = events[i]
+        if ev[3] == "sched" and ev[0] == 0:
+            return recording._base + i + 1, ev[5]
+    last: tuple[int, list[int] | None] = getattr(recording, "_last_sched", (0, None))
+    return last
+
+
 def _testing() -> Any:
     import sys
 
@@ -375,7 +430,7 @@ def current_scheduler() -> RecordingScheduler | None:
     runner = getattr(_GLOBAL, "runner", None)
     runq = getattr(runner, "runq", None)
     if isinstance(runq, RecordingRunq):
-        owner = getattr(runq._hook, "__self__", None)
+        owner = runq.scheduler
         if isinstance(owner, RecordingScheduler):
             return owner
     return None

@@ -29,8 +29,12 @@ from typing import Any
 import trio
 
 __all__ = [
-    "TRACK", "Node", "classify", "current_node", "spawn_root", "untracked",
+    "DONE", "TRACK", "Node", "classify", "current_node", "spawn_root", "untracked",
 ]
+
+#: What a node's ``task`` becomes once the task has finished (the recording scheduler
+#: marks it, so that the task and its node do not keep each other alive).
+DONE: Any = object()
 
 
 class Node:
@@ -89,6 +93,25 @@ class Node:
             io.muted = True
         io.id = self.id
         return io
+
+    def lend(self, spare: Node) -> Node:
+        """This task as :meth:`io` makes it, written into ``spare``, a node the caller
+        keeps and reuses: for code that enters a transport from many short-lived tasks,
+        one at a time (a session's writes: whoever writes holds the write token), where
+        :meth:`io` would make a node per task. Returns this node if it is already an io
+        node."""
+        if self.real is not None:
+            return self
+        spare._name = self._name
+        spare.parent = self.parent
+        spare.ordinal = self.ordinal
+        spare.task = self.task
+        spare.rec = self.rec
+        spare.id = self.id
+        spare.real = self
+        spare.muted = True
+        spare.rng = None
+        return spare
 
     def __repr__(self) -> str:
         return f"Node({self.name!r})"

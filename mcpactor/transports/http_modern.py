@@ -5,10 +5,11 @@ header names a stateless revision (or a version we do not speak at all, which ea
 the negotiable -32022), when its body is ``server/discover`` or
 ``subscriptions/listen``, or when its ``_meta`` carries the per-request version. Such a
 POST never touches a session id: its ``_meta`` and headers are checked here (-32602,
--32020, -32022 with HTTP 400 and the request's id), then it runs in a short-lived
-session of its own, the same actor tree and dispatcher a handshake session uses, which
-ends with the POST. Errors map to HTTP statuses as the revision asks: -32601 is 404;
--32020, -32021, -32022 and the ``_meta`` checks are 400.
+-32020, -32022 with HTTP 400 and the request's id), then it runs in a session that
+lives as long as the POST and runs no actor tree (``Session.scoped``): the same router,
+dispatcher and writer a handshake session uses, in the POST's own task (a recorded
+one runs its tree, which the recording follows). Errors map to HTTP statuses as the
+revision asks: -32601 is 404; -32020, -32021, -32022 and the ``_meta`` checks are 400.
 """
 
 from __future__ import annotations
@@ -95,17 +96,37 @@ async def modern_post(
         app.endpoint.tool_scopes, [msg], send
     ):
         return
-    hs = await app.start_session(app.response_mode, resumable=False)
-    assert hs.session is not None
-    try:
-        if app.options.auth is not None:
-            app.options.auth.note_requests(hs.session, [msg])  # [auth] per-request token
-        stream = hs.open_request_stream([msg.id])
-        await hs.transport.deliver(body)
-        await app.answer(hs, stream, receive, send, versions.LATEST_MODERN_VERSION,
-                         resumable=False, status_of=status_of)
-    finally:
+    hs = app.new_session(app.response_mode, resumable=False)
+    session = hs.session
+    assert session is not None
+    if app.options.auth is not None:
+        app.options.auth.note_requests(session, [msg])  # [auth] per-request token
+    stream = hs.open_request_stream([msg.id])
+
+    def answered() -> None:
         # The POST is the request's whole life: a client that closed the stream
         # cancelled it, and nothing of it outlives the answer.
-        hs.session.close("stateless request answered")
+        session.close("stateless request answered")
+
+    if app.options.tracer is not None:
+        # Recorded: a recording follows a session's own tasks (a replay feeds its
+        # reader), so the request runs in the session's actor tree, fed through the
+        # reader's queue, and this task only answers.
+        await app.start(hs)
+        try:
+            await app.post_inline(hs, stream, body, msg, receive, send,
+                                  versions.LATEST_MODERN_VERSION, resumable=False,
+                                  status_of=status_of)
+        finally:
+            answered()
+        return
+    # The request runs here, through the session's router, dispatcher and writer
+    # without starting its tree: no supervisor, reader or writer task for one request.
+    async with session.scoped():
+        try:
+            await app.post_inline(hs, stream, body, msg, receive, send,
+                                  versions.LATEST_MODERN_VERSION, resumable=False,
+                                  status_of=status_of, on_answered=answered)
+        finally:
+            answered()
 

@@ -3,7 +3,9 @@
 One endpoint (``/mcp`` by default) takes POST (messages in; a JSON body or an SSE
 stream out), GET (the standalone SSE stream, or a resumption with ``Last-Event-ID``)
 and DELETE (end the session). Each HTTP session is one :class:`Session` actor tree run
-in the app's nursery; :mod:`.http_session` routes its output to the right stream.
+in the app's nursery (a 2026-07-28 request's session runs none: it serves its one
+request in the POST's task, :mod:`.http_modern`); :mod:`.http_session` routes its
+output to the right stream.
 The legacy HTTP+SSE transport (2024-11-05) is served next to it (:mod:`.legacy_sse`).
 
 Order of checks for every request, cheapest and most security-relevant first:
@@ -129,6 +131,24 @@ class McpHttpApp:
     ) -> HttpSession:
         """Create and start one session (its actor tree runs in the app's nursery);
         ``session_id``: an existing session's, taken over from another worker."""
+        hs = self.new_session(mode, drop_ids=drop_ids, resumable=resumable,
+                              session_id=session_id)
+        await self.start(hs)
+        return hs
+
+    async def start(self, hs: HttpSession) -> None:
+        """Start the actor tree of a session made by :meth:`new_session`, in the app's
+        nursery (it ends when the session closes)."""
+        if self._nursery is None:
+            raise RuntimeError("McpHttpApp.run() is not running")
+        await self._nursery.start(self._run_session, hs)
+
+    def new_session(
+        self, mode: str, *, drop_ids: frozenset[Any] = frozenset(), resumable: bool = True,
+        session_id: str | None = None,
+    ) -> HttpSession:
+        """Create one session, not started: :meth:`start_session` runs its actor tree,
+        a 2026-07-28 request serves itself in it without one (``Session.scoped``)."""
         if self._nursery is None:
             raise RuntimeError("McpHttpApp.run() is not running")
         sid = session_id or new_session_id()
@@ -141,7 +161,6 @@ class McpHttpApp:
         hs.session = self.endpoint.open_session(hs.transport, tracer=tracer, session_id=sid)
         if self.options.auth is not None:
             self.options.auth.bind(hs.session)  # [auth] the principal owns the session
-        await self._nursery.start(self._run_session, hs)
         return hs
 
     async def _run_session(self, hs: HttpSession, *, task_status: trio.TaskStatus[None]) -> None:
@@ -385,15 +404,17 @@ class McpHttpApp:
         if self.cluster is not None and not await self.cluster.opened(hs, stream, ids, send):
             return  # [scale-out] the shared store refused it: answered 503
         if not is_batch and len(items) == 1 and hs.mode != "single" and self._nursery is not None:
-            await self._post_inline(hs, stream, body, items[0], receive, send, version)
+            await self.post_inline(hs, stream, body, items[0], receive, send, version)
             return
         await hs.transport.deliver(body)
         hs.forget_cancelled(items)
         await self.answer(hs, stream, receive, send, version)
 
-    async def _post_inline(
+    async def post_inline(
         self, hs: HttpSession, stream: Stream, body: bytes, msg: jsonrpc.Message,
-        receive: Receive, send: Send, version: str | None,
+        receive: Receive, send: Send, version: str | None, *, resumable: bool = True,
+        status_of: Callable[[bytes], int] | None = None,
+        on_answered: Callable[[], None] | None = None,
     ) -> None:
         """Deliver a lone request (``msg``, parsed from ``body``) whose handler runs in
         this task, then answer it.
@@ -402,7 +423,9 @@ class McpHttpApp:
         task and no scheduler pass between the request and its answer. One that waits
         is answered by a task of its own, started when it first waits, exactly as
         :meth:`answer` would here (JSON, or SSE as it streams or after the window),
-        while this task keeps running the handler.
+        while this task keeps running the handler; ``on_answered()`` is called when
+        that task is done (a 2026-07-28 request ends with its POST: the client that
+        left cancelled it). ``resumable``, ``status_of``: see :meth:`answer`.
         """
         nursery = self._nursery
         assert nursery is not None
@@ -417,7 +440,8 @@ class McpHttpApp:
             answered = trio.Event()
             answering = trio.CancelScope()
             nursery.start_soon(self._answer_task, hs, stream, receive, send, version,
-                               generation, answering, answered)
+                               generation, answering, answered, resumable, status_of,
+                               on_answered)
 
         try:
             await hs.transport.deliver(body, on_block, msg)
@@ -430,24 +454,30 @@ class McpHttpApp:
                     await answered.wait()
             raise
         if answered is None:
-            await self.answer(hs, stream, receive, send, version, generation=generation)
+            await self.answer(hs, stream, receive, send, version, resumable=resumable,
+                              generation=generation, status_of=status_of)
         else:
             await answered.wait()
 
     async def _answer_task(
         self, hs: HttpSession, stream: Stream, receive: Receive, send: Send,
         version: str | None, generation: int, scope: trio.CancelScope, answered: trio.Event,
+        resumable: bool, status_of: Callable[[bytes], int] | None,
+        on_answered: Callable[[], None] | None,
     ) -> None:
-        """:meth:`answer` in a task of its own (see :meth:`_post_inline`)."""
+        """:meth:`answer` in a task of its own (see :meth:`post_inline`)."""
         try:
             with scope:
-                await self.answer(hs, stream, receive, send, version, generation=generation)
+                await self.answer(hs, stream, receive, send, version, resumable=resumable,
+                                  generation=generation, status_of=status_of)
         except (asgi.ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:
             log.exception("internal error answering a request of session %s", hs.id)
         finally:
             answered.set()
+            if on_answered is not None:
+                on_answered()
 
     async def answer(
         self, hs: HttpSession, stream: Stream, receive: Receive, send: Send,

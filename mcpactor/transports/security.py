@@ -91,7 +91,7 @@ REDACTED = "<redacted>"
 
 #: Headers whose values are credentials.
 SECRET_HEADERS: frozenset[str] = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key"}
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "dpop"}
 )
 
 #: Query/form parameters whose values are credentials (OAuth and the usual suspects).

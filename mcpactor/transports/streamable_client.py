@@ -295,10 +295,12 @@ class StreamableHttpClientTransport(Transport):
         if resp.status == 404 and self.session_id is not None:
             await resp.read()
             await resp.aclose()
-            if await self._reinitialize():
+            failure = await self._reinitialize()
+            if failure is None:
                 await self._post_again(data, ids)
             else:
-                self._fail(ids, "the session expired and a new one could not be started")
+                self._fail(ids, "the session expired and a new one could not be started "
+                                f"({failure}); the next request tries again")
             return
         if first and method == "initialize" and 400 <= resp.status < 500 and self.legacy_fallback:
             await resp.read()
@@ -352,7 +354,7 @@ class StreamableHttpClientTransport(Transport):
                 # An error body may be a JSON-RPC error for our request: pass it on.
                 if body.startswith(b"{") and body.find(b'"id"') >= 0 and response_ids(body):
                     self._deliver(body)
-                self._fail(ids, f"HTTP {resp.status} from the server")
+                self._fail(ids, f"HTTP {resp.status} from the server{_error_text(body)}")
                 return
             if resp.content_type == "text/event-stream":
                 await self._read_sse(resp, ids)
@@ -482,15 +484,17 @@ class StreamableHttpClientTransport(Transport):
 
     # -- expiry and fallback -------------------------------------------------------------
 
-    async def _reinitialize(self) -> bool:
+    async def _reinitialize(self) -> str | None:
         """The server forgot our session (404): start a new one with the same initialize
-        params, invisibly to the session above."""
+        params, invisibly to the session above. None when it did; else why not (the
+        old session id is kept, so the next request's 404 tries again: a server that
+        could not start a session now, say its shared store restarting, may later)."""
         if self._init_request is None:
-            return False
+            return "the session was not started by this client"
         async with self._reinit_lock:
             stale = self.session_id
             if stale is None:
-                return True  # another task already re-initialized
+                return None  # another task already re-initialized
             self.session_id = None
             version, self.protocol_version = self.protocol_version, None
             init = dict(self._init_request, id="mcpactor-reinitialize")
@@ -499,10 +503,11 @@ class StreamableHttpClientTransport(Transport):
                     "POST", self.url,
                     [*self._headers(), ("content-type", "application/json")], orjson.dumps(init),
                 )
-                await resp.read()  # the answer is ours, not the session's
+                body = await resp.read()  # the answer is ours, not the session's
                 await resp.aclose()
                 if resp.status != 200:
-                    return False
+                    self.session_id, self.protocol_version = stale, version
+                    return f"HTTP {resp.status}{_error_text(body)}"
                 self.session_id = resp.headers.get("mcp-session-id")
                 self.protocol_version = version
                 resp = await self.pool.request(
@@ -511,11 +516,13 @@ class StreamableHttpClientTransport(Transport):
                 )
                 await resp.read()
                 await resp.aclose()
-            except HttpClientError:
-                return False
+            except HttpClientError as exc:
+                if self.session_id is None:
+                    self.session_id, self.protocol_version = stale, version
+                return str(exc)
             if self.open_get_stream:
                 await self._open_standalone()
-            return True
+            return None
 
     async def _fall_back(self, init: bytes) -> bool:
         from mcpactor.transports.legacy_sse_client import LegacySseClientTransport
@@ -532,3 +539,15 @@ class StreamableHttpClientTransport(Transport):
         self._legacy = legacy
         await legacy.post(init)
         return True
+
+
+def _error_text(body: bytes) -> str:
+    """``": <message>"`` of a JSON-RPC error in an HTTP error's body (a 503 saying why,
+    with no request id), else nothing."""
+    try:
+        parsed = orjson.loads(body)
+    except (orjson.JSONDecodeError, TypeError):
+        return ""
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return f": {message}" if isinstance(message, str) and message else ""

@@ -263,6 +263,8 @@ def test_redaction_helpers() -> None:
     assert redact_target(b"/cb?state=s") == "/cb?state=s"
     assert redact_headers([(b"Authorization", b"Bearer t"), (b"accept", b"*/*")]) == [
         ("Authorization", "<redacted>"), ("accept", "*/*")]
+    # A DPoP proof is a credential too (it carries the token's hash and is replayable).
+    assert redact_headers([(b"DPoP", b"eyJ.proof.sig")]) == [("DPoP", "<redacted>")]
     cfg = ClientConfig(client_id="c", client_secret="topsecret", private_key_pem="PEMDATA")
     assert "topsecret" not in repr(cfg) and "PEMDATA" not in repr(cfg)
     assert "s3cr3t-v4lue" not in repr(ClientInfo(client_id="c", client_secret="s3cr3t-v4lue"))

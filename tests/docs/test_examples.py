@@ -40,6 +40,7 @@ PAGES = {
     "testing.md": "testing_example.py",
     "tracing-and-replay.md": "tracing_example.py",
     "deployment.md": "deployment_example.py",
+    "authorization.md": "auth_example.py",
 }
 
 

@@ -81,7 +81,7 @@ async def test_a_quick_call_runs_in_the_posts_task(http_server: str) -> None:
             status, headers, body = await raw.simple("POST", _call(2, "where"))
             assert status == 200 and headers["content-type"] == "application/json"
             task_name = orjson.loads(body)["result"]["content"][0]["text"]
-            assert "_run_request" not in task_name
+            assert "run_request" not in task_name
             await raw.aclose()
 
 
@@ -103,7 +103,7 @@ async def test_peer_cancellation_reaches_a_waiting_inline_handler(http_server: s
             assert not [m for m in messages(await read_events(resp)) if m.get("id") == 7]
             await resp.aclose()
             hs = next(iter(app.sessions.values()))
-            assert hs.session is not None and not hs.session._scopes
+            assert hs.session is not None and not hs.session.dispatcher.scopes
             assert gate.finished == 0
             await raw.aclose()
 
@@ -242,7 +242,7 @@ async def test_recorded_http_handlers_trace_like_handler_tasks() -> None:
             await wait_until(lambda: gate.cancelled == 1)
             await first.aclose()
             second = await raw.post(_call(8, "gated"))
-            await wait_until(lambda: 8 in session._scopes)
+            await wait_until(lambda: 8 in session.dispatcher.scopes)
             assert (await raw.simple("DELETE"))[0] == 200
             await second.aclose()
             await session.closed.wait()

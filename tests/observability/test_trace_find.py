@@ -41,7 +41,7 @@ async def test_found_by_the_traceparent_received(tmp_path: Path) -> None:
         assert lines[at].startswith(f"{trace_file}: session ")
         assert "message_in #" in lines[at + 1] and "traceparent received" in lines[at + 1]
         assert "handler_started #" in lines[at + 1]
-        assert lines[at + 2].startswith(f"  replay: mcpactor replay {trace_file} --request 2 ")
+        assert lines[at + 2].startswith(f"  replay: mcpactor replay {trace_file} --request=2 ")
     replayed = _mcpactor(*lines[at + 2].split("replay: ", 1)[1].split()[1:])
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "replay: faithful" in replayed.stdout
@@ -87,3 +87,18 @@ async def test_a_client_trace_is_found_by_the_traceparent_it_sent(tmp_path: Path
     at = next(i for i, line in enumerate(lines) if "(tools/call)" in line)
     assert "message_out #" in lines[at + 1] and "traceparent sent" in lines[at + 1]
     assert lines[at + 2].startswith(f"  replay: mcpactor replay {client_trace} --until ")
+
+
+def test_replay_command_takes_ids_that_begin_with_a_dash(tmp_path: Path) -> None:
+    """Session ids are URL-safe base64 and may begin with "-": the printed command must
+    still parse (as separate arguments, argparse would take the id for an option)."""
+    import shlex
+
+    from mcpactor.cli import build_parser
+    from replay.find import Found
+
+    f = Found(tmp_path / "t.jsonl", "-Xy_z", -3, "tools/call", "otel_span", 5, None, 4)
+    argv = shlex.split(f.replay_command())[1:]
+    ns = build_parser().parse_args(argv)
+    assert ns.session == "-Xy_z"
+    assert ns.interleaving == "-3"

@@ -34,7 +34,7 @@ def test_the_extras_are_declared_and_not_dependencies() -> None:
     assert "hypercorn" not in deps and "pyjwt" not in deps and "cryptography" not in deps
     extras = project["optional-dependencies"]
     assert extras["hypercorn"] == ["hypercorn>=0.17"]
-    assert extras["auth"] == ["PyJWT[crypto]>=2.8"]
+    assert extras["auth"] == ["PyJWT[crypto]>=2.8", "cryptography>=3.4"]
     assert {"pytest>=8", "pytest-trio>=0.8"} <= set(extras["testing"])
     dev = set(extras["dev"])
     assert {"hypercorn>=0.17", "PyJWT[crypto]>=2.8", "pydantic>=2"} <= dev
@@ -90,6 +90,11 @@ def test_a_jwt_verifier_without_the_auth_extra_names_it() -> None:
         "    client_assertion('c', 'https://a', 'pem', 'RS256')\n"
         "except ImportError as exc:\n"
         "    print(exc)\n"
+        "from mcpactor.auth import DPoPKey\n"
+        "try:\n"
+        "    DPoPKey.generate()\n"
+        "except MissingExtra as exc:\n"
+        "    print(exc)\n"
     )
     done = _python(code)
     assert done.returncode == 0, done.stderr
@@ -98,6 +103,7 @@ def test_a_jwt_verifier_without_the_auth_extra_names_it() -> None:
         "pip install 'mcpactor[auth]'",
         "private_key_jwt client authentication needs PyJWT[crypto], which is not installed: "
         "pip install 'mcpactor[auth]'",
+        "DPoP needs cryptography, which is not installed: pip install 'mcpactor[auth]'",
     ]
 
 

@@ -79,3 +79,23 @@ async def job(seconds: float, ctx: Context) -> str:
 def running_tasks() -> str:
     """``pid:count`` of the tasks whose work runs in this worker."""
     return f"{os.getpid()}:{server.task_runtime.running_count}"
+
+
+@server.tool(task="optional")
+async def approve(delay: float, ctx: Context) -> str:
+    """A task that waits ``delay`` seconds, then asks the requestor for a name (the
+    question names the worker asking); answers with the name and the worker's pid."""
+    await trio.sleep(delay)
+    answer = await ctx.elicit(f"approve? (worker {os.getpid()})", NAME_SCHEMA)
+    return f"{(answer.content or {}).get('name')} approved in {os.getpid()}"
+
+
+@server.tool(task="optional")
+async def steps(n: int, ctx: Context) -> str:
+    """Report progress and log ``n`` times; the answer names no worker (a trace of it
+    replays on any machine). Runs as a task when asked."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n)
+        await ctx.info(f"step {i}")
+        await trio.sleep(0.01)
+    return f"{n} steps"

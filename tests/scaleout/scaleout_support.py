@@ -67,10 +67,12 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
 class RedisServer:
     """One redis-server, no persistence, on a free port under ``folder``."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, replica_of: int | None = None) -> None:
         self.folder = folder
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
+        #: The primary's port, for a replica.
+        self.replica_of = replica_of
 
     @property
     def url(self) -> str:
@@ -80,7 +82,9 @@ class RedisServer:
         assert REDIS is not None
         self.proc = subprocess.Popen(
             [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.folder), "--protected-mode", "yes"],
+             "--appendonly", "no", "--dir", str(self.folder), "--protected-mode", "yes",
+             "--dbfilename", f"dump-{self.port}.rdb",
+             *(["--replicaof", "127.0.0.1", str(self.replica_of)] if self.replica_of else [])],
             stdout=_log(self.folder, "redis"), stderr=subprocess.STDOUT)
         wait_port(self.port, self.proc)
 
@@ -92,6 +96,32 @@ class RedisServer:
     def stop(self) -> None:
         if self.proc is not None:
             stop(self.proc)
+
+
+class RedisSentinel:
+    """One Redis Sentinel (``redis-server --sentinel``) watching ``primary`` under the
+    service name ``mcp``, on a free port under ``folder``."""
+
+    def __init__(self, folder: Path, primary: RedisServer) -> None:
+        self.port = free_port()
+        config = folder / f"sentinel-{self.port}.conf"
+        # Quick to act (a test waits for its failover): the primary counts as down
+        # after half a second.
+        config.write_text(f"port {self.port}\nbind 127.0.0.1\ndir {folder}\n"
+                          f"sentinel monitor mcp 127.0.0.1 {primary.port} 1\n"
+                          "sentinel down-after-milliseconds mcp 500\n"
+                          "sentinel failover-timeout mcp 2000\n")
+        assert REDIS is not None
+        self.proc = subprocess.Popen([REDIS, str(config), "--sentinel"],
+                                     stdout=_log(folder, "sentinel"), stderr=subprocess.STDOUT)
+        wait_port(self.port, self.proc)
+
+    @property
+    def url(self) -> str:
+        return f"redis+sentinel://127.0.0.1:{self.port}/mcp/0"
+
+    def stop(self) -> None:
+        stop(self.proc)
 
 
 class Haproxy:

@@ -4,6 +4,7 @@ compare-and-set transitions, waiting, and a task whose worker's liveness key is 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 import trio
@@ -71,13 +72,43 @@ async def test_a_cancel_reaches_the_running_worker() -> None:
     other = SharedTaskStore(state, worker="other")
     await state.set("mcpactor:w:runner", b"1")
     await runner.create(_record("t"))
-    cancelled: list[str] = []
+    told: list[dict[str, Any]] = []
+    heard = trio.Event()
+
+    async def handle(message: dict[str, Any]) -> None:
+        told.append(message)
+        heard.set()
+
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(runner.serve_cancels, cancelled.append)
-        await trio.sleep(0.05)
+        nursery.start_soon(runner.serve_control, handle)
         await other.transition("t", status="cancelled", status_message="by request")
         with trio.fail_after(2):
-            while not cancelled:  # noqa: ASYNC110 - the callback offers no event
-                await trio.sleep(0.01)
+            await heard.wait()
         nursery.cancel_scope.cancel()
-    assert cancelled == ["t"]
+    assert told == [{"k": "cancel", "task": "t"}]
+    # A cancel made by the running worker itself goes in no log.
+    await runner.create(_record("u"))
+    await runner.transition("u", status="cancelled", status_message="by request")
+    assert len(await state.read_range("mcpactor:tx:runner", "0")) == 1  # "t"'s only
+
+
+async def test_the_task_log_is_read_in_order_past_a_bad_message() -> None:
+    state = MemoryState()
+    runner = SharedTaskStore(state, worker="runner")
+    await state.append("mcpactor:tx:runner", {"j": b"not json"}, max_len=10)
+    for n in range(3):
+        await runner.send_control("runner", {"k": "x", "n": n})
+    told: list[int] = []
+    done = trio.Event()
+
+    async def handle(message: dict[str, Any]) -> None:
+        told.append(message["n"])
+        if len(told) == 3:
+            done.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runner.serve_control, handle)
+        with trio.fail_after(2):
+            await done.wait()
+        nursery.cancel_scope.cancel()
+    assert told == [0, 1, 2]

@@ -58,7 +58,7 @@ async def test_progress_of_a_task_keeps_reaching_the_caller_after_its_creation()
             assert seen[-1] == (4, 4, "step 4 of 4")
             assert trio.current_time() - created > 0.2  # most came after the answer
             # Once the task ended, its token is forgotten.
-            assert not client.session._kept_progress
+            assert not client.session.outbound.kept_progress
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
