@@ -47,7 +47,10 @@ class TaskRequestContext(RequestContext):
 
     @property
     def peer_capabilities(self) -> dict[str, Any]:
-        """The capabilities of the client the task talks to now."""
+        """The capabilities of the client the task talks to now (the extension's task:
+        what the request that created it declared, the only ones it has)."""
+        if self.modern is not None:
+            return self.modern.client_capabilities
         return self.task.peer_capabilities
 
     @property

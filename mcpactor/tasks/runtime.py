@@ -682,13 +682,14 @@ class TaskRuntime:
 
     async def cancel(self, task_id: str, requester: Requester,
                      session: Session | None = None, *,
-                     terminal_ok: bool = False) -> TaskRecord:
+                     terminal_ok: bool = False, attach: bool = True) -> TaskRecord:
         """Cancel the task (``tasks/cancel``): it is ``cancelled`` before this returns,
         and its worker (if here) is cancelled at its next checkpoint. A terminal task:
         -32602, or (``terminal_ok``, the 2026-07-28 extension's idempotent cancel) its
-        record as it is. ``session`` is attached first, so it hears the status change
-        too."""
-        record = await self.get(task_id, requester, session)
+        record as it is. ``session`` (the one asking: the cancel is traced on it when
+        the task does not run here) is attached first, so it hears the status change
+        too, unless ``attach`` is False (the extension tells sessions nothing)."""
+        record = await self.get(task_id, requester, session if attach else None)
         running = self._running.get(task_id)
         by = running.creator if running is not None else session
         if record.terminal:

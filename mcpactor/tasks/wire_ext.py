@@ -101,7 +101,8 @@ async def answer(runtime: TaskRuntime, rc: RequestContext) -> Any:
         return {}
     if rc.method == "tasks/cancel":
         ids = rc.params
-        # No session is attached: the extension tells sessions nothing of a task.
-        await runtime.cancel(ids.task_id, requester, terminal_ok=True)
+        # Not attached: the extension tells sessions nothing of a task.
+        await runtime.cancel(ids.task_id, requester, rc.session, terminal_ok=True,
+                             attach=False)
         return {}
     raise MethodNotFound(f"Method not found: {rc.method}")
