@@ -180,6 +180,11 @@ class TaskPeers(Protocol):
         """The ``tasks/result`` ``result_request`` of ``session`` is answered (or gone)."""
         ...
 
+    async def update(self, task_id: str, responses: dict[str, Any]) -> None:
+        """Answers to the task's waiting questions (the 2026-07-28 extension's
+        ``tasks/update``), for the process running it."""
+        ...
+
 
 def new_task_id() -> str:
     """A fresh, unguessable task id (128 bits). Read through ``os.urandom`` at call
@@ -301,7 +306,8 @@ class RunningTask:
         if status == self._status and message == self._status_message:
             return
         record, changed = await self.runtime.store.transition(
-            self.task_id, status=status, status_message=message)
+            self.task_id, status=status, status_message=message,
+            result=self._questions() if status == "input_required" else None)
         if changed and record is not None:
             self._status, self._status_message = status, message
             self.runtime._traced(self.creator, self.task_id, "task_status",
@@ -324,6 +330,22 @@ class RunningTask:
     def pending_requests(self) -> dict[str, dict[str, Any]]:
         """The questions waiting for an answer (``inputRequests``), by key."""
         return {key: entry.request for key, entry in self._inputs.items()}
+
+    def _questions(self) -> dict[str, Any] | None:
+        """What the record holds of a parked task's waiting questions (so that a
+        process sharing the store shows them too): ``{"inputRequests": ...}``."""
+        if not self.parked or not self._inputs:
+            return None
+        return {"inputRequests": self.pending_requests()}
+
+    async def _store_questions(self) -> None:
+        """The waiting questions changed while the task stays ``input_required``: the
+        record shows the ones left."""
+        record, changed = await self.runtime.store.transition(
+            self.task_id, status=self._status, status_message=self._status_message,
+            result=self._questions())
+        if changed and record is not None:
+            await self.runtime._publish(record, self)
 
     def answer(self, responses: dict[str, Any]) -> list[str]:
         """Answers from ``tasks/update``: each one for a waiting question resolves it
@@ -356,10 +378,16 @@ class RunningTask:
             self._before_asking = self._status_message
         self._asking += 1
         try:
-            await self.set_status("input_required",
-                                  f"waiting for the requestor: {', '.join(methods)}")
+            message = f"waiting for the requestor: {', '.join(methods)}"
+            if self._status == "input_required" and self._status_message == message:
+                await self._store_questions()  # more questions, the same status
+            else:
+                await self.set_status("input_required", message)
             for entry in entries.values():
-                await entry.answered.wait()
+                if not entry.answered.is_set():
+                    await entry.answered.wait()
+                    if self._inputs:
+                        await self._store_questions()  # some still wait
             return {wanted: entry.answer or {} for wanted, entry in entries.items()}
         finally:
             for key in [k for k, e in self._inputs.items() if e in entries.values()]:
@@ -751,6 +779,8 @@ class TaskRuntime:
             taken = running.answer(responses)
             self._traced(running.creator, task_id, "task_input_answered",
                          {"keys": taken, "ignored": sorted(set(responses) - set(taken))})
+        elif self.peers is not None and not record.terminal:
+            await self.peers.update(task_id, responses)
         return record
 
     async def list(self, requester: Requester,

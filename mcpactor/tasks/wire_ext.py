@@ -82,7 +82,11 @@ def detailed(record: TaskRecord, running: RunningTask | None) -> dict[str, Any]:
     elif record.status == "failed" and record.error is not None:
         out["error"] = dict(record.error)
     elif record.status == "input_required":
-        out["inputRequests"] = running.pending_requests() if running is not None else {}
+        if running is not None:
+            out["inputRequests"] = running.pending_requests()
+        else:  # running in another process sharing the store: as it stored them
+            stored = (record.result or {}).get("inputRequests")
+            out["inputRequests"] = dict(stored) if isinstance(stored, dict) else {}
     return out
 
 
