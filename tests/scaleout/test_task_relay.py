@@ -119,7 +119,7 @@ async def test_a_2026_task_is_answered_through_another_worker() -> None:
                 # On b, from the shared record: both questions.
                 while (seen := await on_b.get_task(task_id)).status != "input_required":  # noqa: ASYNC110 - polling a server
                     await trio.sleep(0.02)
-                while len(seen.input_requests or {}) < 2:  # noqa: ASYNC110 - polling a server
+                while len(seen.input_requests or {}) < 2:
                     await trio.sleep(0.02)
                     seen = await on_b.get_task(task_id)
                 assert sorted(seen.input_requests or {}) == ["x", "y"]
