@@ -2,9 +2,10 @@
 
 Their names and arguments are the fixtures the conformance suite's tasks scenarios
 name (``greet``, ``slow_compute``, ``failing_job``, ``protocol_error_job``,
-``confirm_delete``, ``multi_input``). On 2025-11-25 they are tasks of that revision
-(``@server.tool(task=...)``, ``tasks/get``, ``tasks/result``...); the same functions
-serve the 2026-07-28 tasks extension once it maps onto the task runtime.
+``confirm_delete``, ``multi_input``, ``test_tool_with_task``). On 2025-11-25 they are
+tasks of that revision (``@server.tool(task=...)``, ``tasks/get``, ``tasks/result``...);
+on 2026-07-28 the same functions are tasks of the extension (SEP-2663: ``tasks/get``,
+``tasks/update``, ``tasks/cancel``) for a client that declares it.
 """
 
 from __future__ import annotations
@@ -51,8 +52,10 @@ def register(server: Server) -> None:
         raise InternalError("protocol_error_job raised a protocol error on purpose")
 
     @server.tool(task="optional")
-    async def confirm_delete(ctx: Context, path: str = "/tmp/example.txt") -> str:
-        """Ask the user to confirm, then (pretend to) delete ``path``."""
+    async def confirm_delete(ctx: Context, filename: str = "", path: str = "/tmp/example.txt"
+                             ) -> str:
+        """Ask the user to confirm, then (pretend to) delete ``filename`` (or ``path``)."""
+        path = filename or path
         answer = await ctx.elicit(f"Delete {path}?", _CONFIRM)
         confirmed = answer.action == "accept" and bool((answer.content or {}).get("confirm"))
         return f"Deleted {path}" if confirmed else f"Kept {path}"
@@ -75,3 +78,15 @@ def register(server: Server) -> None:
                 else None
 
         return f"first={reply('first')}, second={reply('second')}"
+
+    @server.tool(task="required", begins_task=True)
+    async def test_tool_with_task(ctx: Context) -> str:
+        """Ask the user's name, then become a task that greets them: in 2026-07-28 the
+        question is an input round of the call itself, answered before the task exists."""
+        answer = await ctx.elicit("What is your name?", {
+            "type": "object", "properties": {"name": {"type": "string"}},
+            "required": ["name"]}, key="user_name")
+        name = (answer.content or {}).get("name") if answer.action == "accept" else None
+        await ctx.begin_task()
+        await trio.sleep(0.2)
+        return f"Hello, {name or 'stranger'}! (asked before the task began)"

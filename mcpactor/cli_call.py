@@ -22,13 +22,14 @@ nothing on stderr, and the exit status the call would have had anyway (not 141, 
 status of a process killed by SIGPIPE): a cut output says nothing about the server or
 the call, and the status keeps saying whether the tool reported an error.
 
-``--task`` calls the tool as a task (2025-11-25, so it connects with the handshake):
-each status the task goes through is
-printed on stderr (``task 3f2a9c…: working: step 2``) as the server reports it or as
-polling finds it, then the result as usual; Ctrl-C cancels the task on the server
-first. A tool whose ``execution.taskSupport`` is ``required`` runs as a task without
-the flag in a session that has tasks; one that does not take tasks is a mistake
-(exit 2) with ``--task``.
+``--task`` calls the tool as a task, in either revision (2025-11-25's tasks, or the
+2026-07-28 tasks extension): each status the task goes through is printed on stderr
+(``task 3f2a9c…: working: step 2``) as the server reports it or as polling finds it,
+then the result as usual; Ctrl-C cancels the task on the server first. A tool whose
+``execution.taskSupport`` is ``required`` runs as a task without the flag too (in
+2026-07-28 any call the server turns into a task is followed to its result); one that
+does not take tasks is a mistake (exit 2) with ``--task``. ``--ttl`` (2025-11-25 only)
+asks the server to keep the task that long.
 """
 
 from __future__ import annotations
@@ -72,10 +73,16 @@ def register(sub: Any) -> None:
                    help="an HTTP or WebSocket request header; repeatable")
     p.add_argument("--trace", metavar="PATH", help="record the client's side of the session")
     p.add_argument("--task", action="store_true",
-                   help="call the tool as a task (2025-11-25): print its status changes "
-                   "on stderr, then the result (a tool that requires it runs as one anyway)")
+                   help="call the tool as a task (2025-11-25 tasks, or the 2026-07-28 "
+                   "tasks extension): print its status changes on stderr, then the result "
+                   "(a tool that requires it runs as one anyway)")
+    p.add_argument("--mode", default="auto", choices=("auto", "legacy", "2026-07-28"),
+                   help="the protocol to speak: auto (2026-07-28 if the server offers it, "
+                   "else the handshake), legacy (the handshake, up to 2025-11-25), or "
+                   "2026-07-28 (default: auto)")
     p.add_argument("--ttl", type=positive_float, metavar="SECONDS",
-                   help="with --task: how long the server should keep the task")
+                   help="with --task, on 2025-11-25: how long the server should keep the "
+                   "task")
     p.set_defaults(func=cmd_call)
 
 
@@ -176,9 +183,8 @@ async def _run(args: argparse.Namespace, out: _Stdout) -> int:
                                "client_info": {"name": "mcpactor-call", "version": "1"}}
     if args.trace:
         options["trace"] = args.trace
-    if args.task:
-        # The tasks mcpactor speaks are 2025-11-25's: a handshake session.
-        options["mode"] = "legacy"
+    if args.mode != "auto":
+        options["mode"] = args.mode
     arguments = _arguments(args.arguments, "ARGUMENTS") if args.tool is not None else {}
     if (args.task or args.ttl is not None) and args.tool is None:
         raise _cli_error("--task and --ttl need a tool: mcpactor call TARGET TOOL ARGS --task")
@@ -215,9 +221,24 @@ async def _run(args: argparse.Namespace, out: _Stdout) -> int:
             raise _cli_error(f"the server has no tool {args.tool!r} (its tools: {names})")
         tool = next(tool for tool in tools if tool.name == args.tool)
         support = tool.execution.task_support if tool.execution is not None else None
-        takes_tasks = t.accepts_task(client.server_capabilities, "tools/call")
-        if args.task or (support == "required" and takes_tasks):
-            if support not in ("optional", "required") or not takes_tasks:
+        if client.stateless:
+            # The tasks extension: the server decides per call; it lists no
+            # taskSupport unless it is one that does (as mcpactor does).
+            # (Pinned to the revision without server/discover, its capabilities are
+            # unknown: the server says.)
+            takes_tasks = (client.session.connection.peer_capabilities is None
+                           or t.declares_tasks_extension(client.server_capabilities))
+            shown = any(x.execution is not None for x in tools)
+            takes = takes_tasks and support != "forbidden" and (support is not None
+                                                                 or not shown)
+            if args.ttl is not None:
+                raise _cli_error(f"--ttl applies to 2025-11-25 tasks; {args.target} speaks "
+                                 f"{client.protocol_version}, where the server picks the TTL")
+        else:
+            takes_tasks = t.accepts_task(client.server_capabilities, "tools/call")
+            takes = takes_tasks and support in ("optional", "required")
+        if args.task or (support == "required" and takes_tasks and not client.stateless):
+            if not takes:
                 raise _cli_error(f"the tool {args.tool!r} does not run as a task (its "
                                  f"execution.taskSupport is {support or 'forbidden'!r}): "
                                  "call it without --task")
@@ -239,9 +260,14 @@ async def _run(args: argparse.Namespace, out: _Stdout) -> int:
 
 
 async def _as_task(client: Any, args: argparse.Namespace, arguments: dict[str, Any]) -> Any:
-    """Call the tool as a task: its statuses on stderr while ``tasks/result`` waits
-    (the server may send what the task needs answered on it), then the result."""
+    """Call the tool as a task: its statuses on stderr, then the result. 2025-11-25:
+    while ``tasks/result`` waits (the server may send what the task needs answered on
+    it); the extension: the polling that follows the statuses answers its questions,
+    and the result comes with the last one."""
     handle = await client.call_tool_task(args.tool, arguments, ttl=args.ttl)
+    if not handle.task_id:
+        print("the server answered at once, without a task", file=sys.stderr, flush=True)
+        return await handle.result()
     short = handle.task_id[:12] + ("…" if len(handle.task_id) > 12 else "")
     from mcpactor.session.groups import plain_errors
 
@@ -253,12 +279,15 @@ async def _as_task(client: Any, args: argparse.Namespace, arguments: dict[str, A
                 async def fetch() -> None:
                     result.append(await handle.result())
 
-                nursery.start_soon(fetch)
+                if not handle.extension:
+                    nursery.start_soon(fetch)
                 async for task in handle.statuses():
                     line = f"task {short}: {task.status}"
                     if task.status_message:
                         line += f": {task.status_message}"
                     print(line, file=sys.stderr, flush=True)
+                if handle.extension:
+                    await fetch()
     except BaseException:
         if not handle.terminal:
             # Ctrl-C (or any failure of ours) leaves no orphan task on the server.

@@ -9,7 +9,8 @@
 #
 # CONFORMANCE_SUITES (default: all three) picks among
 #   stable         the pinned 0.1.16 suite, --suite all
-#   alpha-2026     0.2.0-alpha.12, --requirements 2026-07-28 (the stateless revision)
+#   alpha-2026     0.2.0-alpha.12, --requirements 2026-07-28 (the stateless revision); its
+#                  tasks-* scenarios (the tasks extension, unscored there) count too
 #   alpha-2025     0.2.0-alpha.12, --requirements 2025-11-25 (the same server, handshake era)
 # Both suite versions are installed side by side by `scripts/conformance.sh install`
 # (and CONFORMANCE_VERSION=0.2.0-alpha.12 scripts/conformance.sh install).
@@ -52,7 +53,10 @@ for suite in ${CONFORMANCE_SUITES:-stable alpha-2026 alpha-2025}; do
     echo "[conformance-server] suite $suite against $URL" >&2
     case "$suite" in
         stable) CONFORMANCE_STRICT=1 "$ROOT/scripts/conformance.sh" server "$URL" "$@" || rc=$? ;;
+        # The tasks extension's scenarios (SEP-2663) are not scored by the requirement
+        # set (an extension); mcpactor implements it, so they count here.
         alpha-2026) CONFORMANCE_STRICT=1 CONFORMANCE_VERSION=$ALPHA \
+            CONFORMANCE_MUST_PASS="${CONFORMANCE_MUST_PASS-tasks-*}" \
             "$ROOT/scripts/conformance.sh" server "$URL" --requirements 2026-07-28 "$@" || rc=$? ;;
         alpha-2025) CONFORMANCE_STRICT=1 CONFORMANCE_VERSION=$ALPHA \
             "$ROOT/scripts/conformance.sh" server "$URL" --requirements 2025-11-25 "$@" || rc=$? ;;

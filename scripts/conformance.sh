@@ -19,6 +19,9 @@
 #   CONFORMANCE_CACHE     override that folder
 #   CONFORMANCE_REQUIREMENTS  (alpha harness) --requirements for server/client mode, e.g. 2026-07-28
 #   CONFORMANCE_STRICT=1  treat WARNING checks as failures too
+#   CONFORMANCE_MUST_PASS     space-separated glob patterns (quote them) of scenarios a
+#                             requirement set runs without scoring that count anyway
+#                             (e.g. 'tasks-*': the tasks extension, which mcpactor implements)
 #   CONFORMANCE_CLIENT_SCENARIOS  space-separated override of the client scenario list
 #   CONFORMANCE_CLIENT_KIND       with CONFORMANCE_REQUIREMENTS in client mode: `auth` runs
 #                                 only the auth/* scenarios of the requirement set, `core`
@@ -80,7 +83,18 @@ not_scored() {
     done
     local file="$SUITE_PKG/requirements/$rev.yaml"
     [[ -n "$rev" && -f "$file" ]] || return 0
-    sed -n '/^not_scored:/,$p' "$file" | sed -n 's/^ *- scenario: *//p' | tr '\n' ' '
+    local name pattern scored patterns=()
+    read -r -a patterns <<<"${CONFORMANCE_MUST_PASS:-}"  # no pathname expansion
+    for name in $(sed -n '/^not_scored:/,$p' "$file" | sed -n 's/^ *- scenario: *//p'); do
+        scored=0
+        # CONFORMANCE_MUST_PASS: patterns of unscored scenarios we count anyway (the
+        # extensions mcpactor implements), so that a failure there fails the run.
+        for pattern in "${patterns[@]}"; do
+            # shellcheck disable=SC2053  # a glob on purpose
+            [[ "$name" == $pattern ]] && scored=1
+        done
+        ((scored)) || printf '%s ' "$name"
+    done
 }
 
 # The client scenarios requirement set $1 lists (its `client:` entries), then those it

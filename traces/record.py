@@ -281,6 +281,50 @@ def check_task_completion_wins(ev: Events) -> bool:
             and cancel[0].get("error", {}).get("code") == -32602)
 
 
+#: The ``_meta`` of a 2026-07-28 request that declares the tasks extension.
+_MODERN_TASKS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {
+        "extensions": {"io.modelcontextprotocol/tasks": {}}},
+    "io.modelcontextprotocol/clientInfo": {"name": "race-peer", "version": "1.0"},
+}
+
+
+async def _task_ext_cancel_race(peer: Peer) -> None:
+    """The same race in the 2026-07-28 tasks extension (SEP-2663): no handshake, the
+    server makes the task (the client only declares the extension), the cancel is an
+    acknowledgement whichever wins, and tasks/get tells the outcome (the result
+    inlined, or cancelled)."""
+
+    def params(**fields: Any) -> dict[str, Any]:
+        return {**fields, "_meta": _MODERN_TASKS_META}
+
+    await peer.request(1, "tools/call", params(name="finish_soon",
+                                                arguments={"seconds": 1.0, "steps": 2}))
+    created = await peer.until(rid=1)
+    task_id = created["result"]["taskId"]
+    await trio.sleep(1.0)  # the very instant the task's work ends
+    await peer.request(2, "tasks/cancel", params(taskId=task_id))
+    await peer.until(rid=2)
+    await peer.request(3, "tasks/get", params(taskId=task_id))
+    await peer.until(rid=3)
+
+
+def check_task_ext_cancel_wins(ev: Events) -> bool:
+    """2026-07-28: the cancellation got in first; tasks/get says cancelled."""
+    got = answers(ev, 3)
+    return (_task_outcome(ev) == "cancelled" and bool(got)
+            and got[0].get("result", {}).get("status") == "cancelled")
+
+
+def check_task_ext_completion_wins(ev: Events) -> bool:
+    """2026-07-28: the work ended first; the cancel is still acknowledged, and
+    tasks/get has the result inlined."""
+    got = answers(ev, 3)
+    return (_task_outcome(ev) == "completed" and bool(got)
+            and got[0].get("result", {}).get("status") == "completed")
+
+
 SCENARIOS: dict[str, Scenario] = {
     "late_cancel": Scenario(late_cancel, check_late_cancel,
                             "a cancellation arriving after the response was sent"),
@@ -314,6 +358,14 @@ SCENARIOS: dict[str, Scenario] = {
         _task_cancel_race, check_task_completion_wins,
         "tasks/cancel and a task's completion at one instant: the completion wins",
         TASK_ENTRY_POINT),
+    "task_ext_cancel_wins": Scenario(
+        _task_ext_cancel_race, check_task_ext_cancel_wins,
+        "2026-07-28 tasks extension: tasks/cancel and the completion at one instant, "
+        "the cancel wins", TASK_ENTRY_POINT),
+    "task_ext_completion_wins": Scenario(
+        _task_ext_cancel_race, check_task_ext_completion_wins,
+        "2026-07-28 tasks extension: tasks/cancel and the completion at one instant, "
+        "the completion wins", TASK_ENTRY_POINT),
 }
 
 

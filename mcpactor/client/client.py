@@ -40,6 +40,7 @@ from mcpactor.protocol.errors import (
     LocalProtocolError,
     McpError,
     MethodNotFound,
+    RemoteProtocolError,
     RequestError,
 )
 from mcpactor.protocol.headers import invalid_header_annotation
@@ -47,6 +48,7 @@ from mcpactor.protocol.json_schema import first_error
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.protocol.lifecycle import Role
 from mcpactor.protocol.methods import METHODS
+from mcpactor.protocol.modern import META_CLIENT_CAPABILITIES
 from mcpactor.protocol.mrtr import InputRequiredResponse
 from mcpactor.session.context import RequestContext
 from mcpactor.session.groups import plain_errors
@@ -335,7 +337,7 @@ class Client:
             await self._initialize(protocol_version, timeout)
             return
         if versions.is_modern(mode):
-            conn.adopt_modern(mode)
+            conn.adopt_modern(mode, meta=self._modern_meta())
             return
         if mode != "auto":
             raise ValueError(f"mode must be 'auto', 'legacy' or one of "
@@ -373,8 +375,15 @@ class Client:
         if not mutual:
             await self._initialize(protocol_version, timeout)
             return
-        conn.adopt_modern(mutual[-1], result)
+        conn.adopt_modern(mutual[-1], result, meta=self._modern_meta())
         self.discover_result = result
+
+    def _modern_meta(self) -> dict[str, Any]:
+        """What our requests say of us in the stateless revision beyond the defaults:
+        the tasks extension (SEP-2663) among our capabilities, since :meth:`request`
+        follows a task a server answers with to its end."""
+        caps = t.tasks_extension_capabilities(self.session.connection.capabilities)
+        return {META_CLIENT_CAPABILITIES: caps}
 
     # -- requests ---------------------------------------------------------------------
 
@@ -386,13 +395,19 @@ class Client:
         timeout: Timeout | float | None = None,
         on_progress: ProgressCallback | None = None,
         result_cls: Any = None,
+        follow_tasks: bool = True,
     ) -> Any:
         """Send any request (also custom methods) and return its result.
 
         In 2026-07-28 a server may answer ``input_required``: the inputs it asks for are
         answered by this client's handlers (sampling, elicitation, roots), as its
         requests would be in a handshake session, and the request is sent again with
-        them (a new id each time) until it completes."""
+        them (a new id each time) until it completes. It may also answer a ``tools/call``
+        with a task (the tasks extension, which this client declares): the task is
+        followed to its end (polling ``tasks/get``, its questions answered by the same
+        handlers through ``tasks/update``) and its result returned, as the call's would
+        have been; cancelling the wait cancels the task. ``follow_tasks=False`` returns
+        the task (a :class:`~mcpactor.protocol.types.DetailedTask`) instead."""
         timeout = timeout if timeout is not None else self.default_timeout
         result = await self.session.request(
             method, params, timeout=timeout, on_progress=on_progress, result_cls=result_cls)
@@ -414,7 +429,37 @@ class Client:
                 wire.pop("requestState", None)
             result = await self.session.request(
                 method, wire, timeout=timeout, on_progress=on_progress, result_cls=result_cls)
+        if isinstance(result, t.DetailedTask) and result.result_type == "task":
+            if method != "tools/call":
+                raise RemoteProtocolError(
+                    f"the server answered {method} with a task, which the tasks extension "
+                    "allows only for tools/call")
+            if follow_tasks:
+                return await self._follow(result, result_cls, timeout)
         return result
+
+    def _task_handle(self, task: Any, *, result_cls: Any = None, timeout: Any = None,
+                     finish: Callable[[Any], Any] | None = None) -> TaskHandle[Any]:
+        """A handle on a task of ours, in this session's era."""
+        session = self.session
+        return TaskHandle(self.request, task, result_cls=result_cls, finish=finish,
+                          watchers=self._task_watchers, timeout=timeout,
+                          extension=self.stateless, answer_input=self._answer_input,
+                          on_end=session.forget_task_progress)
+
+    async def _follow(self, task: t.DetailedTask, result_cls: Any, timeout: Any) -> Any:
+        """A task a server answered a request with, followed to its result."""
+        handle = self._task_handle(task, result_cls=result_cls, timeout=timeout)
+        try:
+            return await handle.result()
+        except trio.Cancelled:
+            # Nobody waits for the result any more: the server need not work on.
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + 5):
+                try:
+                    await handle.cancel()
+                except McpError:
+                    pass
+            raise
 
     async def _answer_input(self, key: str, request: dict[str, Any]) -> dict[str, Any]:
         """One input of an ``InputRequiredResult``, answered by the client's handlers."""
@@ -632,7 +677,7 @@ class Client:
                     f"outputSchema: {error}", data={"path": error.path, "reason": error.reason})
         return typed_result(name, result, result_type)
 
-    # -- tasks (2025-11-25) --------------------------------------------------------------
+    # -- tasks (2025-11-25, and the 2026-07-28 extension) --------------------------------------------------------------
 
     async def call_tool_task(
         self,
@@ -644,18 +689,24 @@ class Client:
         meta: dict[str, Any] | None = None,
         validate: bool = True,
         result_type: Any = None,
+        on_progress: ProgressCallback | None = None,
     ) -> TaskHandle[ToolResult[Any]]:
         """Call a tool as a task: returns at once with a
         :class:`~mcpactor.tasks.TaskHandle` (``status``, ``async for task in
         handle.statuses()``, ``await handle.result()``, ``await handle.cancel()``)
-        whose result is what :meth:`call_tool` returns. ``ttl``: seconds the server
-        should keep the task (it may grant less). The server must declare
-        ``tasks.requests.tools.call`` (else :class:`~mcpactor.CapabilityNotSupported`)
-        and the tool must allow it (a tool whose ``execution.taskSupport`` is
-        ``forbidden`` answers -32601). See ``docs/tasks.md``."""
+        whose result is what :meth:`call_tool` returns. See ``docs/tasks.md``.
+
+        2025-11-25: ``ttl`` is the seconds the server should keep the task (it may
+        grant less); the server must declare ``tasks.requests.tools.call`` (else
+        :class:`~mcpactor.CapabilityNotSupported`) and the tool must allow it (a tool
+        whose ``execution.taskSupport`` is ``forbidden`` answers -32601);
+        ``on_progress`` hears the task's progress until it ends. 2026-07-28 (the tasks
+        extension): the server must declare the extension, and decides: the handle may
+        come back settled (the server answered at once; ``task_id`` empty); ``ttl`` and
+        ``on_progress`` do not apply (the extension has neither)."""
         return await client_tasks.call_tool_task(
             self, name, arguments, ttl=ttl, timeout=timeout, meta=meta, validate=validate,
-            result_type=result_type)
+            result_type=result_type, on_progress=on_progress)
 
     async def task(
         self, task_id: str, *, tool: str | None = None, result_cls: Any = None,
@@ -666,17 +717,22 @@ class Client:
         return await client_tasks.attach(self, task_id, tool=tool, result_cls=result_cls,
                                          result_type=result_type, timeout=timeout)
 
-    async def get_task(self, task_id: str, **kw: Any) -> t.Task:
-        """A task's state (``tasks/get``)."""
+    async def get_task(self, task_id: str, **kw: Any) -> t.Task | t.DetailedTask:
+        """A task's state (``tasks/get``): a :class:`~mcpactor.protocol.types.Task`,
+        or in 2026-07-28 a :class:`~mcpactor.protocol.types.DetailedTask` (with the
+        result, error or questions its status carries)."""
         return await self.request("tasks/get", {"taskId": task_id}, **kw)
 
     async def list_tasks(self, cursor: str | None = None, **kw: Any) -> t.ListTasksResult:
-        """One page of this client's tasks (``tasks/list``)."""
+        """One page of this client's tasks (``tasks/list``; 2025-11-25 only: the tasks
+        extension of 2026-07-28 has no list)."""
         return await self.request("tasks/list", _page(cursor), **kw)
 
-    async def cancel_task(self, task_id: str, **kw: Any) -> t.Task:
-        """Cancel a task (``tasks/cancel``); its state afterwards."""
-        return await self.request("tasks/cancel", {"taskId": task_id}, **kw)
+    async def cancel_task(self, task_id: str, **kw: Any) -> t.Task | None:
+        """Cancel a task (``tasks/cancel``); its state afterwards (2025-11-25), or None
+        (2026-07-28: the server only acknowledges; ask ``get_task`` for the state)."""
+        result = await self.request("tasks/cancel", {"taskId": task_id}, **kw)
+        return result if isinstance(result, t.Task) else None
 
     async def list_resources(self, cursor: str | None = None, **kw: Any) -> t.ListResourcesResult:
         """One page of resources."""

@@ -1,13 +1,15 @@
-"""Tasks on the client (2025-11-25), both ways.
+"""Tasks on the client, both ways.
 
-As requestor: :func:`call_tool_task` calls a tool as a task and returns a
-:class:`~mcpactor.tasks.TaskHandle` (status, a stream of statuses, ``await
+As requestor, in both eras: :func:`call_tool_task` calls a tool as a task and returns
+a :class:`~mcpactor.tasks.TaskHandle` (status, a stream of statuses, ``await
 result()``, ``cancel()``); :func:`attach` makes a handle for a task id the client
-already has (after reconnecting); :func:`list_tasks` and friends are the plain requests.
+already has (after reconnecting). In 2025-11-25 the client asks for the task (``task``
+in the params); in 2026-07-28 (the tasks extension, SEP-2663) the request declares the
+extension and the server decides, so it may also answer at once (a settled handle).
 
-As receiver: with ``ClientHandlers(tasks=True)`` (or a :class:`~mcpactor.tasks.
-TaskOptions`), a server may send ``sampling/createMessage`` and ``elicitation/create``
-as tasks. The client answers with a ``CreateTaskResult`` at once and runs its own
+As receiver (2025-11-25 only: the extension has no client-hosted tasks): with
+``ClientHandlers(tasks=True)`` (or a :class:`~mcpactor.tasks.TaskOptions`), a server
+may send ``sampling/createMessage`` and ``elicitation/create`` as tasks. The client answers with a ``CreateTaskResult`` at once and runs its own
 handler in the task (:func:`start_task`), the same handler that answers a plain
 request; the server polls ``tasks/get`` and fetches ``tasks/result``.
 """
@@ -19,11 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from mcpactor.client.results import ToolResult
 from mcpactor.protocol import types as t
-from mcpactor.protocol import versions
 from mcpactor.protocol.convert import to_wire
 from mcpactor.protocol.errors import CapabilityNotSupported, McpError
 from mcpactor.session.context import RequestContext
-from mcpactor.session.tracker import Timeout
+from mcpactor.session.tracker import ProgressCallback, Timeout
 from mcpactor.tasks.context import TaskRequestContext
 from mcpactor.tasks.handle import TaskHandle
 from mcpactor.tasks.runtime import Outcome, RunningTask, TaskRuntime
@@ -86,13 +87,29 @@ async def call_tool_task(
     meta: dict[str, Any] | None = None,
     validate: bool = True,
     result_type: Any = None,
+    on_progress: ProgressCallback | None = None,
 ) -> TaskHandle[ToolResult[Any]]:
     """Call a tool as a task (see :meth:`mcpactor.client.Client.call_tool_task`)."""
-    if versions.is_modern(client.protocol_version):
-        raise CapabilityNotSupported(
-            f"cannot call {name!r} as a task: this session speaks "
-            f"{client.protocol_version}, whose tasks extension (SEP-2663) mcpactor does not "
-            "speak yet; connect with mode='legacy' for the tasks of 2025-11-25")
+    finish = _tool_finish(client, name, validate, result_type)
+    params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+    if meta:
+        params["_meta"] = meta
+    if client.stateless:
+        caps = client.server_capabilities
+        if client.session.connection.peer_capabilities is not None \
+                and not t.declares_tasks_extension(caps):
+            raise CapabilityNotSupported(
+                f"cannot call {name!r} as a task: the server does not declare the tasks "
+                f"extension ({t.TASKS_EXTENSION}) in its capabilities (call it with "
+                "call_tool instead)")
+        # The server decides (our requests declare the extension): a task, or the
+        # result at once.
+        answer = await client.request("tools/call", params, timeout=timeout,
+                                      result_cls=ToolResult[Any], follow_tasks=False)
+        if not (isinstance(answer, t.DetailedTask) and answer.result_type == "task"):
+            return TaskHandle.settled(finish(answer))
+        return client._task_handle(answer, result_cls=ToolResult[Any], timeout=timeout,
+                                   finish=finish)
     if not t.accepts_task(client.server_capabilities, "tools/call"):
         raise CapabilityNotSupported(
             f"cannot call {name!r} as a task: the server does not declare "
@@ -100,14 +117,14 @@ async def call_tool_task(
     task: dict[str, Any] = {}
     if ttl is not None:
         task["ttl"] = int(ttl * 1000)
-    params: dict[str, Any] = {"name": name, "arguments": arguments or {}, "task": task}
-    if meta:
-        params["_meta"] = meta
+    params["task"] = task
+    # ``on_progress`` hears the task's progress for its whole life (the spec keeps the
+    # creating request's token valid until the task ends).
     created: t.CreateTaskResult = await client.request(
-        "tools/call", params, timeout=timeout, result_cls=t.CreateTaskResult)
-    return TaskHandle(client.request, created.task, result_cls=ToolResult[Any],
-                      finish=_tool_finish(client, name, validate, result_type),
-                      watchers=client._task_watchers, timeout=timeout)
+        "tools/call", params, timeout=timeout, result_cls=t.CreateTaskResult,
+        on_progress=on_progress)
+    return client._task_handle(created.task, result_cls=ToolResult[Any], timeout=timeout,
+                               finish=finish)
 
 
 async def attach(
@@ -123,11 +140,8 @@ async def attach(
     """A handle for a task the client knows the id of (``tasks/get`` first: an unknown
     or expired id raises -32602). ``tool``: the task is a call of that tool (its result
     is read as :meth:`call_tool_task`'s); else ``result_cls`` parses the result."""
-    task: t.Task = await client.request("tasks/get", {"taskId": task_id}, timeout=timeout,
-                                        result_cls=t.Task)
+    task = await client.request("tasks/get", {"taskId": task_id}, timeout=timeout)
     if tool is not None:
-        return TaskHandle(client.request, task, result_cls=ToolResult[Any],
-                          finish=_tool_finish(client, tool, validate, result_type),
-                          watchers=client._task_watchers, timeout=timeout)
-    return TaskHandle(client.request, task, result_cls=result_cls,
-                      watchers=client._task_watchers, timeout=timeout)
+        return client._task_handle(task, result_cls=ToolResult[Any], timeout=timeout,
+                                   finish=_tool_finish(client, tool, validate, result_type))
+    return client._task_handle(task, result_cls=result_cls, timeout=timeout)

@@ -60,9 +60,10 @@ from mcpactor.protocol.lifecycle import (
     may_send_notification,
     may_send_request,
 )
-from mcpactor.protocol.methods import EXTENSION_METHODS, METHODS, MethodSpec
+from mcpactor.protocol.methods import EXTENSION_METHODS, METHODS, MethodSpec, modern_spec
 from mcpactor.protocol.modern import CachePolicy, ModernRequest
 from mcpactor.protocol.mrtr import InputRequiredResponse
+from mcpactor.protocol.types.tasks_ext import DetailedTask
 
 
 @attrs.define(slots=True)
@@ -71,6 +72,26 @@ class _Pending:
     result_cls: Any
     progress_token: str | int | None
     last_progress: float | None = None
+
+
+@attrs.define(slots=True)
+class _KeptProgress:
+    """The progress token of a request answered with a task: still valid."""
+
+    rid: RequestId
+    task_id: str
+    last_progress: float | None = None
+
+
+#: Progress tokens kept for tasks at most (the oldest is forgotten past it).
+MAX_KEPT_TOKENS = 1024
+
+
+def _created_task_id(result: dict[str, Any] | None) -> str | None:
+    """The task id of a 2025-11-25 ``CreateTaskResult`` (None: not one)."""
+    task = result.get("task") if type(result) is dict else None
+    task_id = task.get("taskId") if type(task) is dict else None
+    return task_id if type(task_id) is str else None
 
 
 @attrs.define(slots=True)
@@ -133,6 +154,9 @@ class Connection:
         self._next_id = 0
         self._pending: dict[RequestId, _Pending] = {}
         self._progress_tokens: dict[str | int, RequestId] = {}
+        #: Progress tokens of answered requests that created a task (2025-11-25), valid
+        #: until the task ends; oldest first.
+        self._task_progress: OrderedDict[str | int, _KeptProgress] = OrderedDict()
         self._cancelled_out: OrderedDict[RequestId, None] = OrderedDict()
         self._inbound: dict[RequestId, _Inbound] = {}
         self._inbound_tokens: dict[str | int, RequestId] = {}
@@ -301,7 +325,7 @@ class Connection:
             result = modern.complete_result(method, result, self.info, self.cache_policy)
             out.append(Reply(jsonrpc.encode_response(rid, result), "discover", rid))
             return
-        spec = METHODS.get(method)
+        spec = modern_spec(method)
         if spec is None or spec.kind != "request":
             if method in self.extra_methods or method in modern.MODERN_ONLY_METHODS:
                 self._accept_request(rid, method, msg.params, msg.params, out, meta)
@@ -445,7 +469,7 @@ class Connection:
         if self.state is State.AWAITING_INIT:
             out.append(Dropped("notification before initialization", msg))
             return
-        spec = METHODS.get(method)
+        spec = METHODS.get(method) if self.modern_meta is None else modern_spec(method)
         if spec is None or spec.kind != "notification":
             if method in self.extra_methods or (
                     self.modern_meta is not None and method in modern.MODERN_ONLY_NOTIFICATIONS):
@@ -502,7 +526,14 @@ class Connection:
         if not isinstance(progress, (int, float)) or isinstance(progress, bool):
             out.append(Dropped("progress without a numeric progress value", raw))
             return
-        pending = self._pending[rid]
+        pending: _Pending | _KeptProgress | None = self._pending.get(rid)
+        if pending is None:
+            # A request answered with a task (2025-11-25): its token stays valid for the
+            # task's whole life.
+            pending = self._task_progress.get(token)  # type: ignore[arg-type]
+            if pending is None:
+                out.append(Dropped("progress for an unknown token", raw))
+                return
         if pending.last_progress is not None and progress <= pending.last_progress:
             out.append(Dropped("progress did not increase", raw))
             return
@@ -536,7 +567,12 @@ class Connection:
                 out.append(Dropped(f"response to unknown request id {rid!r}", result or error))
             return
         if pending.progress_token is not None:
-            self._progress_tokens.pop(pending.progress_token, None)
+            task_id = (_created_task_id(result) if error is None and self.modern_meta is None
+                       else None)
+            if task_id is not None:
+                self._keep_task_progress(pending, rid, task_id)
+            else:
+                self._progress_tokens.pop(pending.progress_token, None)
         if error is not None:
             exc = RequestError(error.message, code=error.code, data=error.data)
             if rid == self._initialize_id:
@@ -553,9 +589,14 @@ class Connection:
             out.append(ResponseReceived(rid, pending.method, InputRequiredResponse.of(result)))
             return
         value: Any = result
-        if pending.result_cls is not None:
+        result_cls = pending.result_cls
+        if self.modern_meta is not None and result.get("resultType") == "task":
+            # The tasks extension (SEP-2663): not the method's result but the task that
+            # will produce it.
+            result_cls = DetailedTask
+        if result_cls is not None:
             try:
-                value = from_wire(result, pending.result_cls)
+                value = from_wire(result, result_cls)
             except InvalidParams as exc:
                 err = RemoteProtocolError(
                     f"malformed {pending.method} result: {exc.message}",
@@ -565,6 +606,34 @@ class Connection:
                 out.append(ErrorReceived(rid, pending.method, err))
                 return
         out.append(ResponseReceived(rid, pending.method, value))
+
+    def _keep_task_progress(self, pending: _Pending, rid: RequestId, task_id: str) -> None:
+        """The request ``rid`` was answered with a new task: the spec keeps its progress
+        token valid until the task ends (:meth:`end_task_progress`). Bounded: past
+        :data:`MAX_KEPT_TOKENS` the oldest is forgotten."""
+        token = pending.progress_token
+        assert token is not None
+        kept = self._task_progress
+        kept[token] = _KeptProgress(rid, task_id, pending.last_progress)
+        while len(kept) > MAX_KEPT_TOKENS:
+            old, _ = kept.popitem(last=False)
+            self._progress_tokens.pop(old, None)
+
+    def keeps_progress(self, rid: RequestId) -> bool:
+        """Whether the progress token of the answered request ``rid`` stays valid (it
+        created a task that has not ended)."""
+        token = next((k for k, v in self._progress_tokens.items() if v == rid), None)
+        return token is not None and token in self._task_progress
+
+    def end_task_progress(self, task_id: str) -> list[RequestId]:
+        """The task ended: forget the progress tokens kept for it; the ids of the
+        requests that created it."""
+        ended = [(token, kept.rid) for token, kept in self._task_progress.items()
+                 if kept.task_id == task_id]
+        for token, _ in ended:
+            del self._task_progress[token]
+            self._progress_tokens.pop(token, None)
+        return [rid for _, rid in ended]
 
     def _finish_initialize(self, rid: RequestId, result: dict[str, Any], out: list[Event]) -> None:
         version = result.get("protocolVersion")
@@ -728,7 +797,7 @@ class Connection:
         reason = may_send_request(self.role, self.state, method)
         if reason is not None:
             raise LocalProtocolError(reason)
-        spec = METHODS.get(method)
+        spec = METHODS.get(method) if self.modern_meta is None else modern_spec(method)
         if self.modern_meta is not None and method in modern.REMOVED_REQUESTS:
             raise LocalProtocolError(modern.removed_method_error(method, self.protocol_version))
         if self.modern_meta is None or method not in modern.MODERN_ONLY_METHODS:

@@ -137,15 +137,21 @@ class UnsupportedProtocolVersion(RemoteProtocolError):
 class MissingClientCapability(McpError):
     """2026-07-28: answering needs a client capability the request did not declare in
     ``io.modelcontextprotocol/clientCapabilities``; ``data.requiredCapabilities`` is a
-    capabilities object naming it (``{"sampling": {}}``)."""
+    capabilities object naming it (``{"sampling": {}}``; ``extension=True``: an
+    extension, ``{"extensions": {"io.modelcontextprotocol/tasks": {}}}``)."""
 
     code = MISSING_CLIENT_CAPABILITY
 
-    def __init__(self, capability: str, what: str | None = None) -> None:
+    def __init__(self, capability: str, what: str | None = None, *,
+                 extension: bool = False) -> None:
+        kind = "extension" if extension else "capability"
         super().__init__(
             f"Missing required client capability: {what or capability} needs the client's "
-            f"{capability!r} capability, which this request did not declare",
-            data={"requiredCapabilities": {capability: {}}},
+            f"{capability!r} {kind}, which this request did not declare"
+            + (" (in _meta io.modelcontextprotocol/clientCapabilities.extensions)"
+               if extension else ""),
+            data={"requiredCapabilities": ({"extensions": {capability: {}}} if extension
+                                           else {capability: {}})},
         )
         self.capability = capability
 

@@ -1,7 +1,9 @@
 """SEP-2243 (2026-07-28): the request headers that mirror body fields over HTTP.
 
 ``Mcp-Method`` mirrors ``method``; ``Mcp-Name`` mirrors ``params.name`` (tools/call,
-prompts/get) or ``params.uri`` (resources/read); ``Mcp-Param-{Name}`` mirrors a tool
+prompts/get), ``params.uri`` (resources/read) or ``params.taskId`` (the tasks
+extension's ``tasks/get``, ``tasks/update`` and ``tasks/cancel``, SEP-2663, so that a
+balancer can send them to the instance running the task); ``Mcp-Param-{Name}`` mirrors a tool
 argument whose schema says ``"x-mcp-header": "{Name}"``. A value that is not plain
 header-safe ASCII travels as ``=?base64?...?=``. Pure functions: the client builds the
 headers with :func:`request_headers`, the server checks them with
@@ -32,6 +34,7 @@ _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _SAFE = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
 _PREFIX, _SUFFIX = "=?base64?", "?="
 _MAX_SAFE_INT = 2**53 - 1
+_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 
 
 def name_of(method: str, params: Any) -> str | None:
@@ -42,6 +45,8 @@ def name_of(method: str, params: Any) -> str | None:
         value = params.get("name")
     elif method == "resources/read":
         value = params.get("uri")
+    elif method in _TASK_METHODS:
+        value = params.get("taskId")
     else:
         return None
     return value if type(value) is str else None

@@ -25,11 +25,13 @@ __all__ = [
     "CLIENT_CAPABILITIES",
     "EXTENSION_METHODS",
     "METHODS",
+    "MODERN_METHODS",
     "Direction",
     "Kind",
     "MethodSpec",
     "capability_since",
     "has_capability",
+    "modern_spec",
     "notification_spec",
     "request_spec",
 ]
@@ -309,6 +311,31 @@ _SPECS = [
 
 #: Every method of 2025-11-25 plus the extensions' (``resources/metadata``, skills), by name.
 METHODS: dict[str, MethodSpec] = {spec.method: spec for spec in _SPECS}
+
+#: The methods that mean something else in the stateless revision (2026-07-28): the
+#: tasks extension's (SEP-2663). They are offered by a server that declares
+#: ``capabilities.extensions["io.modelcontextprotocol/tasks"]``; ``tasks/update`` and
+#: ``tasks/cancel`` answer with an empty acknowledgement. ``tasks/result`` and
+#: ``tasks/list`` do not exist there (:data:`mcpactor.protocol.modern.REMOVED_REQUESTS`).
+_EXTENSION_TASKS = ("extensions", t.TASKS_EXTENSION)
+MODERN_METHODS: dict[str, MethodSpec] = {spec.method: spec for spec in [
+    _request("tasks/get", t.TaskIdParams, t.DetailedTask, "client_to_server", _EXTENSION_TASKS,
+             since="2026-07-28"),
+    _request("tasks/update", t.UpdateTaskParams, t.EmptyResult, "client_to_server",
+             _EXTENSION_TASKS, since="2026-07-28"),
+    _request("tasks/cancel", t.TaskIdParams, t.EmptyResult, "client_to_server",
+             _EXTENSION_TASKS, since="2026-07-28"),
+    _notification(t.TASK_STATUS_NOTIFICATION, t.DetailedTask, "server_to_client",
+                  _EXTENSION_TASKS, since="2026-07-28"),
+]}
+
+
+def modern_spec(method: str) -> MethodSpec | None:
+    """The spec of ``method`` in the stateless revision: the tasks extension's where it
+    defines the method, else the table's."""
+    spec = MODERN_METHODS.get(method)
+    return spec if spec is not None else METHODS.get(method)
+
 
 #: Methods that are not part of a released protocol revision.
 EXTENSION_METHODS: frozenset[str] = frozenset(

@@ -57,6 +57,8 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 #: Requests 2026-07-28 removed: -32601 (HTTP 404) when a modern request names them.
 REMOVED_REQUESTS = frozenset({
     "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
+    # The tasks extension (SEP-2663) dropped these two of 2025-11-25's tasks.
+    "tasks/result", "tasks/list",
 })
 #: Notifications 2026-07-28 removed (client to server).
 REMOVED_NOTIFICATIONS = frozenset({
@@ -76,6 +78,9 @@ REMOVED_INSTEAD: dict[str, str] = {
                            "either revision)",
     "resources/unsubscribe": "end the subscriptions/listen request that lists the URI "
                              "(leave the Client.listen() block)",
+    "tasks/result": "poll tasks/get: a finished task carries its result (TaskHandle."
+                    "result() does that in this revision)",
+    "tasks/list": "keep the ids of the tasks you start (the tasks extension has no list)",
     "notifications/roots/list_changed": "nothing to tell: a server asks for the roots in "
                                         "each request that needs them",
     "notifications/initialized": "there is no handshake",

@@ -90,20 +90,43 @@ def resource_not_found_code(version: str | None, method: str = "resources/read")
 
 def has_tasks(version: str | None) -> bool:
     """The tasks of 2025-11-25 (task-augmented requests, ``tasks/*``): that revision's
-    handshake sessions only. 2026-07-28 moved tasks to an extension (SEP-2663) with
-    another wire form, which mcpactor does not speak yet."""
+    handshake sessions only. 2026-07-28 has the tasks extension (SEP-2663) instead,
+    another wire form (:func:`has_tasks_extension`)."""
     return version is not None and not is_modern(version) and at_least(version, V2025_11_25)
+
+
+def has_tasks_extension(version: str | None) -> bool:
+    """The tasks extension (SEP-2663, ``io.modelcontextprotocol/tasks``): defined for
+    the stateless revision only (the SEP: a 2025-11-25 peer declaring it has no tasks
+    through it)."""
+    return is_modern(version)
+
+
+#: The extension key of the 2026-07-28 tasks extension (also in protocol.types).
+_TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 
 def capabilities_for(version: str, capabilities: dict[str, object]) -> dict[str, object]:
     """Our declared capabilities as a peer on ``version`` understands them: a capability
     that revision does not define (``completions`` before 2025-03-26, the ``tasks`` of
-    2025-11-25 in any other revision) is left out."""
+    2025-11-25 in any other revision, the tasks extension outside 2026-07-28) is left
+    out."""
     drop = set()
     if not has_completions_capability(version):
         drop.add("completions")
     if not has_tasks(version):
         drop.add("tasks")
-    if not drop.intersection(capabilities):
+    extensions = capabilities.get("extensions")
+    strip_extension = (not has_tasks_extension(version) and isinstance(extensions, dict)
+                       and _TASKS_EXTENSION in extensions)
+    if not drop.intersection(capabilities) and not strip_extension:
         return capabilities
-    return {k: v for k, v in capabilities.items() if k not in drop}
+    out = {k: v for k, v in capabilities.items() if k not in drop}
+    if strip_extension:
+        assert isinstance(extensions, dict)
+        rest = {k: v for k, v in extensions.items() if k != _TASKS_EXTENSION}
+        if rest:
+            out["extensions"] = rest
+        else:
+            del out["extensions"]
+    return out

@@ -20,6 +20,8 @@ kind       from -> to          what
                                ``tasks/result``)
 ``detach``  asking -> running  that ``tasks/result`` is answered
 ``cancel``  any -> running     the task was recorded cancelled
+``update``  any -> running     answers to the task's waiting questions (the
+                               2026-07-28 extension's ``tasks/update``)
 ``note``    running -> asking  a notification for the session
 ``ask``     running -> asking  a request for the session's client (token ``t``)
 ``unask``   running -> asking  the task gave up waiting (cancelled, timed out)
@@ -227,6 +229,10 @@ class TaskRelay:
         await self._tell(task_id, {"k": "detach", "task": task_id, "w": self.worker,
                                    "s": session.id, "r": result_request})
 
+    async def update(self, task_id: str, responses: dict[str, Any]) -> None:
+        """See :class:`~mcpactor.tasks.runtime.TaskPeers`: told to the running worker."""
+        await self._tell(task_id, {"k": "update", "task": task_id, "i": responses})
+
     async def _tell(self, task_id: str, message: dict[str, Any]) -> None:
         try:
             worker = await self.store.worker_of(task_id)
@@ -256,6 +262,11 @@ class TaskRelay:
             if remote is None or remote.closed.is_set():
                 remote = self._remote[key] = RemoteSession(self, *key, message.get("c") or {})
             running.attach(remote, message.get("r"))
+        elif kind == "update":
+            responses = message.get("i")
+            running = self.runtime.running(str(message["task"]))
+            if running is not None and isinstance(responses, dict):
+                running.answer(responses)
         elif kind == "answer":
             waiter = self.waiting.pop(str(message.get("t")), None)
             if waiter is not None:

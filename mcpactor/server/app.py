@@ -33,7 +33,7 @@ from mcpactor.server.content import _CONTENT_TYPES
 from mcpactor.server.context import Context, session_state
 from mcpactor.server.dependencies import dependency_params, plan_dependencies
 from mcpactor.server.lifespan import LifespanRunner
-from mcpactor.server.listen import ListenHub
+from mcpactor.server.listen import ListenHub, task_observer
 from mcpactor.server.middleware import MiddlewareFn
 from mcpactor.server.registry import PromptEntry, ResourceEntry, TemplateEntry, ToolEntry
 from mcpactor.server.schema import build_signature, validate_tool_name
@@ -301,6 +301,7 @@ class Server(Generic[LifespanT]):
         self.cache_policy = cache or CachePolicy()
         #: Open ``subscriptions/listen`` requests (2026-07-28).
         self.listen_hub = ListenHub()
+        self.task_runtime.observers.append(task_observer(self.listen_hub))
         #: The middleware chain, outermost first (a list: append to add one).
         self.middleware: list[MiddlewareFn] = list(middleware)
         #: What is mounted here (servers and remote servers), in the order mounted.
@@ -326,12 +327,15 @@ class Server(Generic[LifespanT]):
             caps["completions"] = {}
         tasks = server_tasks.capability(self)
         if tasks is not None:
+            # 2025-11-25's tasks and the 2026-07-28 extension, each shown only to its
+            # revision (protocol.versions.capabilities_for).
             caps["tasks"] = tasks
+            caps["extensions"] = {t.TASKS_EXTENSION: {}}
         skills = server_skills.capability(self)
         if skills is not None:
             # Skill files are read as resources: the extension needs that capability.
             caps.setdefault("resources", {"subscribe": True, "listChanged": True})
-            caps["extensions"] = {server_skills.SKILLS_EXTENSION: skills}
+            caps.setdefault("extensions", {})[server_skills.SKILLS_EXTENSION] = skills
         for mount in self.mounts:
             for feature, value in mount.capabilities().items():
                 if isinstance(caps.get(feature), dict) and isinstance(value, dict):
@@ -366,6 +370,7 @@ class Server(Generic[LifespanT]):
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
         task: str | bool | None = None,
+        begins_task: bool = False,
         thread: bool = True,
     ) -> Callable[[F], F]: ...
 
@@ -383,6 +388,7 @@ class Server(Generic[LifespanT]):
         meta: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),  # [auth]
         task: str | bool | None = None,
+        begins_task: bool = False,
         thread: bool = True,
     ) -> Any:
         """Register an ``async def`` (or plain ``def``) as a tool: ``@server.tool`` or
@@ -397,7 +403,10 @@ class Server(Generic[LifespanT]):
         call without them is refused with 403 ``insufficient_scope``).
         ``task``: ``"optional"`` (a client may call it as a task), ``"required"`` (it
         must) or ``"forbidden"`` (the default); see ``docs/tasks.md``. The function is
-        the same either way.
+        the same either way. ``begins_task=True``: the function says where its task
+        begins (``await ctx.begin_task()``); what it does before runs in the request
+        itself (in 2026-07-28 its questions are input rounds), and the task starts
+        there.
 
         A plain ``def`` runs in a worker thread (``trio.to_thread.run_sync``), so a
         blocking tool stalls no session; ``thread=False`` runs it in the event loop
@@ -406,13 +415,16 @@ class Server(Generic[LifespanT]):
         :mod:`mcpactor.server.dependencies`) and left out of the input schema.
         """
         task_support = server_tasks.check_task_support(task)
+        if begins_task and task_support == "forbidden":
+            raise ValueError("begins_task=True is for a tool that runs as a task: give "
+                             "task='optional' or task='required' too")
 
         if callable(name):  # @server.tool, without parentheses (or tool(fn, ...))
             return self.tool(
                 None, title=title, description=description, annotations=annotations,
                 icons=icons, input_schema=input_schema, output_schema=output_schema,
                 structured_output=structured_output, meta=meta, scopes=scopes, task=task,
-                thread=thread,
+                begins_task=begins_task, thread=thread,
             )(name)
 
         def register(fn: F) -> F:
@@ -449,7 +461,7 @@ class Server(Generic[LifespanT]):
             self.tools[tool_name] = ToolEntry(
                 fn, sig, tool, _is_async(fn), tuple(scopes),
                 check_output=output_schema is not None, thread=thread, deps=deps,
-                task_support=task_support,
+                task_support=task_support, begins_task=begins_task,
             )
             return fn
 

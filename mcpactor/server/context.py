@@ -20,11 +20,12 @@ from mcpactor.protocol.methods import METHODS
 from mcpactor.protocol.mrtr import INPUT_METHODS
 from mcpactor.protocol.versions import V2025_11_25, at_least
 from mcpactor.server.elicitation import ElicitationResult, elicitation_form
-from mcpactor.server.rounds import bad_answer, rounds_of
+from mcpactor.server.rounds import Rounds, bad_answer, rounds_of
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
 from mcpactor.session.state import SessionAuth
 from mcpactor.session.tracker import Timeout
+from mcpactor.tasks.context import running_task_of
 
 if TYPE_CHECKING:
     from mcpactor.auth.verifier import AccessToken
@@ -215,13 +216,56 @@ class Context(Generic[LifespanT]):
                 f"{what} needs the client's {capability!r} capability, which it did not declare"
             )
 
+    async def begin_task(self) -> None:
+        """Where the task of a tool registered with ``begins_task=True`` begins (see
+        ``docs/tasks.md``): when a 2026-07-28 call becomes a task, what the tool did
+        before ran in the request (its questions were input rounds), the request is
+        answered with the task here, and the tool runs again in the task, with the same
+        answers, past this point. Anywhere else (a plain call, a 2025-11-25 task, the
+        task's own run) it returns at once."""
+        task = running_task_of(self._rc)
+        if task is not None:
+            task.begun = True
+            return
+        rounds = self._rc.state
+        if isinstance(rounds, Rounds) and rounds.begins_task:
+            from mcpactor.server.tasks import BeginTask
+
+            raise BeginTask()
+
+    def _parked_task(self) -> Any:
+        """The task this request runs as, when it is the 2026-07-28 extension's (its
+        questions wait for ``tasks/update``); else None."""
+        task = running_task_of(self._rc)
+        return task if task is not None and task.parked else None
+
+    def _earlier_answer(self, task: Any, key: str) -> dict[str, Any] | None:
+        """In a task's run of a ``begins_task`` tool, before ``begin_task``: the answer
+        the request's input rounds gathered for ``key``."""
+        rounds = self._rc.state
+        if task.begun or not isinstance(rounds, Rounds):
+            return None
+        return rounds.take(key)
+
     async def _input(
         self, key: str | None, kind: str, method: str, params: dict[str, Any] | None,
         result_cls: Any, timeout: Timeout | float | None,
     ) -> Any:
-        """One input from the client: a request in a handshake session; in the stateless
-        era the answer the retry brought, or the end of this run asking for it."""
+        """One input from the client: a request in a handshake session (and a 2025-11-25
+        task); in the stateless era the answer the retry brought, or the end of this run
+        asking for it; in an extension task a question waiting for ``tasks/update``."""
         rc = self._rc
+        task = self._parked_task()
+        if task is not None:
+            rounds = rc.state
+            wanted = key or (rounds.auto_key(kind) if isinstance(rounds, Rounds) else kind)
+            answer = self._earlier_answer(task, wanted)
+            if answer is None:
+                answer = (await task.ask_parked({wanted: (method, params)}))[wanted]
+            try:
+                return from_wire(answer, result_cls)
+            except InvalidParams as exc:
+                raise bad_answer(wanted, exc) from None
         if rc.modern is None:
             return await rc.request(method, params, timeout=timeout)
         rounds = rounds_of(rc, method)
@@ -251,6 +295,18 @@ class Context(Generic[LifespanT]):
             self._require(capability, method)
         rc = self._rc
         out: dict[str, dict[str, Any]] = {}
+        task = self._parked_task()
+        if task is not None:
+            waiting: dict[str, tuple[str, dict[str, Any] | None]] = {}
+            for key, (method, params) in requests.items():
+                answer = self._earlier_answer(task, key)
+                if answer is None:
+                    waiting[key] = (method, params)
+                else:
+                    out[key] = answer
+            if waiting:
+                out.update(await task.ask_parked(waiting))
+            return {key: out[key] for key in requests}
         if rc.modern is None:
             for key, (method, params) in requests.items():
                 result = await rc.request(method, params, timeout=timeout)

@@ -43,6 +43,7 @@ from mcpactor.server.schema import serialize_output, to_jsonable
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
 from mcpactor.tasks import wire as tasks_wire
+from mcpactor.tasks import wire_ext as tasks_wire_ext
 
 if TYPE_CHECKING:
     from mcpactor.server.app import Server
@@ -101,6 +102,7 @@ class ServerHandler:
             "tasks/result": self.tasks,
             "tasks/list": self.tasks,
             "tasks/cancel": self.tasks,
+            "tasks/update": self.tasks,
             "subscriptions/listen": self.listen,
         }
 
@@ -259,9 +261,8 @@ class ServerHandler:
             raise InvalidParams(
                 f"Unknown tool: {params.name}", data={"path": "params.name", "name": params.name}
             )
-        if (entry.task_support != "forbidden" or params.task is not None) and server_tasks.route(
-                self, rc, entry, params):
-            return await server_tasks.start_tool_task(self, rc, entry, params)
+        if entry.task_support != "forbidden" or params.task is not None:
+            return await server_tasks.call_tool(self, rc, entry, params)
         return await self.run_tool(rc, entry, params)
 
     async def run_tool(self, rc: RequestContext, entry: ToolEntry,
@@ -325,11 +326,11 @@ class ServerHandler:
             return _error_result(f"Tool {params.name} returned an invalid result: {exc}")
 
     async def tasks(self, rc: RequestContext) -> Any:
-        """``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/cancel``
-        (2025-11-25; gated by the ``tasks`` capability in the method table)."""
+        """``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/cancel`` (2025-11-25;
+        gated by the ``tasks`` capability in the method table), or the 2026-07-28
+        extension's ``tasks/get``, ``tasks/update``, ``tasks/cancel``."""
         if rc.modern is not None:
-            raise MethodNotFound(f"Method not found: {rc.method} (the 2026-07-28 tasks "
-                                 "extension is not supported; 2025-11-25 sessions have tasks)")
+            return await tasks_wire_ext.answer(self.server.task_runtime, rc)
         return await tasks_wire.answer(self.server.task_runtime, rc)
 
     # -- resources ---------------------------------------------------------------------

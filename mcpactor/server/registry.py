@@ -39,6 +39,9 @@ class ToolEntry:
     #: Whether a call may (``optional``), must (``required``) or must not (``forbidden``)
     #: run as a task (2025-11-25 ``execution.taskSupport``; see mcpactor.server.tasks).
     task_support: str = "forbidden"
+    #: The function calls ``ctx.begin_task()``: its task starts there (before it, it
+    #: runs in the request; see mcpactor.server.tasks).
+    begins_task: bool = False
     #: A plain ``def`` runs in a worker thread (``@server.tool(thread=False)``: in the
     #: event loop).
     thread: bool = True

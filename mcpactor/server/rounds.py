@@ -41,13 +41,20 @@ class Rounds:
     """One run of a stateless request's handler: the answers it may use, and the ones
     it used (those go into the next ``requestState``)."""
 
-    __slots__ = ("_counts", "earlier", "fresh", "used")
+    __slots__ = ("_counts", "begins_task", "earlier", "fresh", "used")
 
     def __init__(self, earlier: dict[str, Any], fresh: dict[str, Any]) -> None:
         self.earlier = earlier
         self.fresh = fresh
         self.used: dict[str, Any] = {}
         self._counts: dict[str, int] = {}
+        #: A tool call that becomes a task at ``ctx.begin_task()`` (mcpactor.server.tasks).
+        self.begins_task = False
+
+    def again(self) -> Rounds:
+        """The same answers for a new run of the handler (its task's), counting keys
+        from the start."""
+        return Rounds(self.earlier, self.fresh)
 
     def auto_key(self, kind: str) -> str:
         """A key for the handler's next input of ``kind`` that names the same input on

@@ -6,7 +6,9 @@ answers and progress the router hands back for them, and notifications and progr
 for the peer's requests. A waiter waits in the calling task; its timeout is a cancel
 scope deadline that progress pushes back, never past the hard maximum; on expiry a
 ``notifications/cancelled`` is sent and :class:`RequestTimeout` raised. Cancelling
-the calling task sends the cancellation too.
+the calling task sends the cancellation too. [tasks] A request answered with a task
+(2025-11-25) keeps its progress callback until the task ends: the connection keeps
+its token valid for the task's life.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from mcpactor.protocol import connection as pc
+from mcpactor.protocol.connection import MAX_KEPT_TOKENS
 from mcpactor.protocol.errors import ConnectionClosed, LocalProtocolError, RequestTimeout
 from mcpactor.protocol.jsonrpc import RequestId
 from mcpactor.session.tracker import ProgressCallback, RequestTracker, Timeout, Waiter
@@ -33,7 +36,7 @@ __all__ = ["Outbound"]
 class Outbound:
     """Our requests to the peer and their waiters; notifications and progress we send."""
 
-    __slots__ = ("notifier", "session", "tracker", "writer")
+    __slots__ = ("kept_progress", "notifier", "session", "tracker", "writer")
 
     def __init__(self, session: Session, writer: Writer, notifier: Notifier) -> None:
         self.session = session
@@ -41,6 +44,8 @@ class Outbound:
         self.notifier = notifier
         #: Our requests waiting for answers, by id.
         self.tracker = RequestTracker()
+        #: [tasks] Progress callbacks of answered requests that created a task, by id.
+        self.kept_progress: dict[RequestId, ProgressCallback] = {}
 
     # -- requests ---------------------------------------------------------------------
 
@@ -139,9 +144,45 @@ class Outbound:
 
     def resolve(self, ev: pc.ResponseReceived) -> None:
         """An answer to one of our requests."""
-        if self.tracker.resolve(ev.id, ev.result) is None:
+        waiter = self.tracker.resolve(ev.id, ev.result)
+        if waiter is None:
             self.session._emit("tracker", "response_dropped",
                                {"id": ev.id, "reason": "no waiter"})
+        elif waiter.on_progress is not None and self.session.connection.keeps_progress(ev.id):
+            # [tasks] The answer created a task: its progress keeps coming.
+            self._keep_progress(ev.id, waiter.on_progress)
+
+    def _keep_progress(self, rid: RequestId, cb: ProgressCallback) -> None:
+        """[tasks] Progress for the answered request ``rid`` (it created a task, whose
+        progress token the connection keeps) goes on reaching ``cb``."""
+        kept = self.kept_progress
+        kept[rid] = cb
+        if len(kept) > MAX_KEPT_TOKENS:  # the connection forgot the oldest ones
+            connection = self.session.connection
+            for old in [r for r in kept if not connection.keeps_progress(r)]:
+                del kept[old]
+
+    def forget_task_progress(self, task_id: str) -> None:
+        """[tasks] The task ended: its creating request's progress callback is dropped."""
+        for rid in self.session.connection.end_task_progress(task_id):
+            self.kept_progress.pop(rid, None)
+
+    def _progress_of_task(self, ev: pc.ProgressReceived, cb: ProgressCallback) -> None:
+        """[tasks] Progress of a task this side created, to its creator's callback."""
+        session = self.session
+        if session._log is not None:
+            session._emit("reader", "progress", {"id": ev.request_id, "direction": "in",
+                                                 "progress": ev.progress, "total": ev.total})
+
+        async def job() -> None:
+            r = cb(ev.progress, ev.total, ev.message)
+            if r is not None:
+                await r
+
+        try:
+            self.notifier.mailbox().send_nowait(job)
+        except trio.WouldBlock:
+            session._emit("reader", "progress_dropped", {"id": ev.request_id})
 
     def fail(self, ev: pc.ErrorReceived) -> None:
         """An error answer to one of our requests."""
@@ -154,6 +195,9 @@ class Outbound:
         on the notifier (dropped, never waited for, when the notifier is full)."""
         waiter = self.tracker.get(ev.request_id)
         if waiter is None:
+            kept = self.kept_progress.get(ev.request_id) if self.kept_progress else None
+            if kept is not None:
+                self._progress_of_task(ev, kept)
             return
         session = self.session
         if session._log is not None:

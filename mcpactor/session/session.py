@@ -396,6 +396,11 @@ class Session:
             method, params, timeout=timeout, on_progress=on_progress, result_cls=result_cls,
             related_request=related_request, on_id=on_id)
 
+    def forget_task_progress(self, task_id: str) -> None:
+        """[tasks] A task this side created ended: the progress callback of the request
+        that created it (2025-11-25 keeps its token valid until then) is dropped."""
+        self.outbound.forget_task_progress(task_id)
+
     async def notify(
         self, method: str, params: Any = None, *, related_request: RequestId | None = None
     ) -> None:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from mcpactor.session.tracker import ProgressCallback, Timeout
     from mcpactor.tasks.runtime import RunningTask
 
-__all__ = ["TaskRequestContext"]
+__all__ = ["TaskRequestContext", "running_task_of"]
 
 
 class TaskRequestContext(RequestContext):
@@ -47,7 +47,10 @@ class TaskRequestContext(RequestContext):
 
     @property
     def peer_capabilities(self) -> dict[str, Any]:
-        """The capabilities of the client the task talks to now."""
+        """The capabilities of the client the task talks to now (the extension's task:
+        what the request that created it declared, the only ones it has)."""
+        if self.modern is not None:
+            return self.modern.client_capabilities
         return self.task.peer_capabilities
 
     @property
@@ -83,3 +86,8 @@ class TaskRequestContext(RequestContext):
         """A notification of the task's work, with the related-task ``_meta`` (dropped
         when no session is attached to the task)."""
         await self.task.notify(method, params)
+
+
+def running_task_of(rc: RequestContext) -> RunningTask | None:
+    """The task ``rc`` runs as (None: a plain request)."""
+    return rc.task if isinstance(rc, TaskRequestContext) else None

@@ -43,7 +43,7 @@ import attrs
 import trio
 
 from mcpactor.protocol import types as t
-from mcpactor.protocol.convert import to_wire
+from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import (
     ConnectionClosed,
     InternalError,
@@ -180,6 +180,11 @@ class TaskPeers(Protocol):
         """The ``tasks/result`` ``result_request`` of ``session`` is answered (or gone)."""
         ...
 
+    async def update(self, task_id: str, responses: dict[str, Any]) -> None:
+        """Answers to the task's waiting questions (the 2026-07-28 extension's
+        ``tasks/update``), for the process running it."""
+        ...
+
 
 def new_task_id() -> str:
     """A fresh, unguessable task id (128 bits). Read through ``os.urandom`` at call
@@ -193,9 +198,21 @@ class RunningTask:
 
     def __init__(
         self, runtime: TaskRuntime, record: TaskRecord, creator: Session,
-        request_id: RequestId, progress_token: str | int | None,
+        request_id: RequestId, progress_token: str | int | None, *, parked: bool = False,
     ) -> None:
         self.runtime = runtime
+        #: The 2026-07-28 tasks extension's way: the task's questions wait as numbered
+        #: ``inputRequests`` for ``tasks/update`` (nothing is sent to a session, and
+        #: progress and logs are not sent at all); else 2025-11-25's, requests and
+        #: notifications to the attached sessions.
+        self.parked = parked
+        #: Questions waiting for the requestor (``parked``): key → the request and
+        #: where its answer goes.
+        self._inputs: dict[str, _Input] = {}
+        self._keys_used: set[str] = set()
+        #: Set by the work once it passed ``ctx.begin_task()`` (a tool that gathers
+        #: input before becoming a task).
+        self.begun = False
         self.task_id = record.task_id
         self.method = record.method
         self.creator = creator
@@ -289,7 +306,8 @@ class RunningTask:
         if status == self._status and message == self._status_message:
             return
         record, changed = await self.runtime.store.transition(
-            self.task_id, status=status, status_message=message)
+            self.task_id, status=status, status_message=message,
+            result=self._questions() if status == "input_required" else None)
         if changed and record is not None:
             self._status, self._status_message = status, message
             self.runtime._traced(self.creator, self.task_id, "task_status",
@@ -297,6 +315,87 @@ class RunningTask:
             await self.runtime._publish(record, self)
 
     # -- talking to the requestor ---------------------------------------------------------
+
+    # -- questions parked for tasks/update (the 2026-07-28 extension) ---------------------
+
+    def _new_key(self, wanted: str) -> str:
+        """A key no question of this task used before (the extension's rule)."""
+        key, n = wanted, 1
+        while key in self._keys_used:
+            n += 1
+            key = f"{wanted}-{n}"
+        self._keys_used.add(key)
+        return key
+
+    def pending_requests(self) -> dict[str, dict[str, Any]]:
+        """The questions waiting for an answer (``inputRequests``), by key."""
+        return {key: entry.request for key, entry in self._inputs.items()}
+
+    def _questions(self) -> dict[str, Any] | None:
+        """What the record holds of a parked task's waiting questions (so that a
+        process sharing the store shows them too): ``{"inputRequests": ...}``."""
+        if not self.parked or not self._inputs:
+            return None
+        return {"inputRequests": self.pending_requests()}
+
+    async def _store_questions(self) -> None:
+        """The waiting questions changed while the task stays ``input_required``: the
+        record shows the ones left."""
+        record, changed = await self.runtime.store.transition(
+            self.task_id, status=self._status, status_message=self._status_message,
+            result=self._questions())
+        if changed and record is not None:
+            await self.runtime._publish(record, self)
+
+    def answer(self, responses: dict[str, Any]) -> list[str]:
+        """Answers from ``tasks/update``: each one for a waiting question resolves it
+        (others are ignored, as the extension asks); the keys it resolved."""
+        taken = []
+        for key, response in responses.items():
+            entry = self._inputs.get(key)
+            if entry is None or entry.answer is not None or not isinstance(response, dict):
+                continue
+            entry.answer = response
+            del self._inputs[key]
+            entry.answered.set()
+            taken.append(key)
+        return taken
+
+    async def ask_parked(
+        self, requests: dict[str, tuple[str, dict[str, Any] | None]]
+    ) -> dict[str, dict[str, Any]]:
+        """Ask the requestor several questions at once, the extension's way: each waits
+        as an ``inputRequests`` entry (under its wanted key, made unique for the task)
+        and the task is ``input_required`` until all are answered; returns the answers
+        (wire form) by the wanted keys."""
+        entries: dict[str, _Input] = {}
+        for wanted, (method, params) in requests.items():
+            key = self._new_key(wanted)
+            entries[wanted] = self._inputs[key] = _Input(
+                {"method": method, "params": dict(params or {})})
+        methods = sorted({method for method, _ in requests.values()})
+        if self._asking == 0:
+            self._before_asking = self._status_message
+        self._asking += 1
+        try:
+            message = f"waiting for the requestor: {', '.join(methods)}"
+            if self._status == "input_required" and self._status_message == message:
+                await self._store_questions()  # more questions, the same status
+            else:
+                await self.set_status("input_required", message)
+            for entry in entries.values():
+                if not entry.answered.is_set():
+                    await entry.answered.wait()
+                    if self._inputs:
+                        await self._store_questions()  # some still wait
+            return {wanted: entry.answer or {} for wanted, entry in entries.items()}
+        finally:
+            for key in [k for k, e in self._inputs.items() if e in entries.values()]:
+                del self._inputs[key]
+            self._asking -= 1
+            if self._asking == 0:
+                with _bounded_shield():
+                    await self.set_status("working", self._before_asking)
 
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None
@@ -313,7 +412,7 @@ class RunningTask:
             await self.set_status(self._status, message)
         token = self.progress_token
         target = self._target()
-        if token is None or target is None:
+        if token is None or target is None or self.parked:
             return False
         params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
@@ -325,9 +424,10 @@ class RunningTask:
 
     async def notify(self, method: str, params: Any = None) -> bool:
         """Send a notification of the task's work (logs...) with the related-task
-        ``_meta``; False when no session is attached (nobody to tell)."""
+        ``_meta``; False when no session is attached (nobody to tell), or in the tasks
+        extension, which has no notifications of a task's work."""
         target = self._target()
-        if target is None:
+        if target is None or self.parked:
             return False
         wire = dict(to_wire(params) or {}) if params is not None else {}
         wire["_meta"] = t.related_task_meta(self.task_id, wire.get("_meta"))
@@ -359,7 +459,14 @@ class RunningTask:
         related-task ``_meta``, and it goes to a session with a ``tasks/result`` waiting
         (else the newest attached one). With no session open, it waits for the
         requestor to come back (any ``tasks/get`` or ``tasks/result`` attaches); if the
-        session ends before answering, it is asked again on the next one."""
+        session ends before answering, it is asked again on the next one. A ``parked``
+        task (the 2026-07-28 extension) parks it for ``tasks/update`` instead
+        (:meth:`ask_parked`)."""
+        if self.parked:
+            plain = dict(to_wire(params) or {}) if params is not None else {}
+            kind = method.split("/")[0]
+            answer = (await self.ask_parked({kind: (method, plain)}))[kind]
+            return from_wire(answer, result_cls) if result_cls is not None else answer
         wire = dict(to_wire(params) or {}) if params is not None else {}
         wire["_meta"] = t.related_task_meta(self.task_id, wire.get("_meta"))
         if self._asking == 0:
@@ -390,6 +497,15 @@ class RunningTask:
                     await self.set_status("working", self._before_asking)
 
 
+@attrs.define(eq=False)
+class _Input:
+    """A question parked for ``tasks/update``: the request, and its answer once here."""
+
+    request: dict[str, Any]
+    answer: dict[str, Any] | None = None
+    answered: trio.Event = attrs.Factory(trio.Event)
+
+
 @attrs.define
 class _RunState:
     """What a runtime keeps per Trio run: the limiter of running workers."""
@@ -405,6 +521,9 @@ class TaskRuntime:
         store = self.options.store
         self.store: TaskStore = store if store is not None else InMemoryTaskStore()
         self._running: dict[str, RunningTask] = {}
+        #: Called with each change of a task (and its worker state when it runs here):
+        #: how a server tells the 2026-07-28 listeners (``notifications/tasks``).
+        self.observers: list[Callable[[TaskRecord, RunningTask | None], None]] = []
         #: Tasks running in other processes that share the store (set by scale-out).
         self.peers: TaskPeers | None = None
         self._run_state: trio.lowlevel.RunVar[_RunState] = trio.lowlevel.RunVar(
@@ -439,10 +558,12 @@ class TaskRuntime:
         request_id: RequestId,
         progress_token: str | int | None,
         work: Work,
+        parked: bool = False,
     ) -> TaskRecord:
         """Store a new ``working`` task and start its worker; returns the record (the
         task exists in the store when this returns). Too many unfinished tasks:
-        :class:`ServerBusy`."""
+        :class:`ServerBusy`. ``parked``: the 2026-07-28 extension's task (see
+        :attr:`RunningTask.parked`)."""
         options = self.options
         if len(self._running) >= options.max_tasks:
             raise ServerBusy(
@@ -455,7 +576,8 @@ class TaskRuntime:
             ttl_ms=options.granted_ttl_ms(requested_ttl_ms),
             poll_interval_ms=int(options.poll_interval * 1000))
         await self.store.create(record)
-        running = RunningTask(self, record, session, request_id, progress_token)
+        running = RunningTask(self, record, session, request_id, progress_token,
+                              parked=parked)
         if record.ttl_ms is not None:
             running.scope.deadline = trio.current_time() + record.ttl_ms / 1000
         self._running[record.task_id] = running
@@ -587,17 +709,23 @@ class TaskRuntime:
         return record
 
     async def cancel(self, task_id: str, requester: Requester,
-                     session: Session | None = None) -> TaskRecord:
+                     session: Session | None = None, *,
+                     terminal_ok: bool = False, attach: bool = True) -> TaskRecord:
         """Cancel the task (``tasks/cancel``): it is ``cancelled`` before this returns,
         and its worker (if here) is cancelled at its next checkpoint. A terminal task:
-        -32602. ``session`` is attached first, so it hears the status change too."""
-        record = await self.get(task_id, requester, session)
+        -32602, or (``terminal_ok``, the 2026-07-28 extension's idempotent cancel) its
+        record as it is. ``session`` (the one asking: the cancel is traced on it when
+        the task does not run here) is attached first, so it hears the status change
+        too, unless ``attach`` is False (the extension tells sessions nothing)."""
+        record = await self.get(task_id, requester, session if attach else None)
         running = self._running.get(task_id)
         by = running.creator if running is not None else session
         if record.terminal:
             if by is not None:
                 self._traced(by, task_id, "task_cancel_requested",
                              {"applied": False, "status": record.status})
+            if terminal_ok:
+                return record
             raise InvalidParams(
                 f"Cannot cancel task: already in terminal status '{record.status}'",
                 data={"taskId": task_id, "status": record.status})
@@ -611,6 +739,8 @@ class TaskRuntime:
                                 data={"taskId": task_id})
         if not changed:
             # Finished between the look and the change: that status stands.
+            if terminal_ok:
+                return new
             raise InvalidParams(
                 f"Cannot cancel task: already in terminal status '{new.status}'",
                 data={"taskId": task_id, "status": new.status})
@@ -638,6 +768,21 @@ class TaskRuntime:
         running.cancel_requested = True
         running.scope.cancel()
 
+    async def update(self, task_id: str, requester: Requester,
+                     responses: dict[str, Any]) -> TaskRecord:
+        """Answers to a task's waiting questions (``tasks/update``, the 2026-07-28
+        extension): those for questions it waits on resolve them, the rest are ignored;
+        -32602 when the task is unknown (as :meth:`get`)."""
+        record = await self.get(task_id, requester)
+        running = self._running.get(task_id)
+        if running is not None:
+            taken = running.answer(responses)
+            self._traced(running.creator, task_id, "task_input_answered",
+                         {"keys": taken, "ignored": sorted(set(responses) - set(taken))})
+        elif self.peers is not None and not record.terminal:
+            await self.peers.update(task_id, responses)
+        return record
+
     async def list(self, requester: Requester,
                    cursor: str | None) -> tuple[list[TaskRecord], str | None]:
         """One page of ``requester``'s tasks (``tasks/list``)."""
@@ -648,7 +793,15 @@ class TaskRuntime:
 
     async def _publish(self, record: TaskRecord, running: RunningTask) -> None:
         """``notifications/tasks/status`` to every session attached to the task (the
-        notification is optional: a session that cannot take it is skipped)."""
+        notification is optional: a session that cannot take it is skipped); and the
+        change to the :attr:`observers`."""
+        for observer in self.observers:
+            try:
+                observer(record, running)
+            except Exception:
+                log.exception("task %s: an observer of its changes failed", record.task_id)
+        if running.parked:
+            return  # the extension's tasks tell no session (its listeners: the observers)
         params = to_wire(record.to_task())
         for session in running.live_sessions():
             pending = running._sessions.get(session)

@@ -46,7 +46,9 @@ class TaskRecord:
     ``owner``: the authorization context the task is bound to (None without one);
     ``session``: the session that created it (lists are scoped to it when there is no
     owner); ``result``: the wire result of the wrapped request (a completed task, or a
-    tool call that reported ``isError``); ``error``: the JSON-RPC error object it ended
+    tool call that reported ``isError``), and while a task of the 2026-07-28 extension
+    is ``input_required``, its waiting questions (``{"inputRequests": {...}}``, so any
+    process sharing the store can show them); ``error``: the JSON-RPC error object it ended
     with (``code``, ``message``, ``data``); ``version`` grows with every change.
     """
 

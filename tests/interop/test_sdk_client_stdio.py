@@ -309,6 +309,7 @@ TOOL_CALLS: dict[str, tuple[dict[str, Any] | None, Any]] = {
 #: called as a task (-32601, as the tasks page says), one raising a protocol error.
 TOOL_ERRORS: dict[str, int] = {
     "failing_job": types.METHOD_NOT_FOUND,
+    "test_tool_with_task": types.METHOD_NOT_FOUND,
     "protocol_error_job": types.INTERNAL_ERROR,
 }
 

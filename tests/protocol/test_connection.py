@@ -439,6 +439,42 @@ def test_progress_inbound_correlates_and_drops_non_increasing() -> None:
     assert isinstance(after, pc.Dropped)
 
 
+def test_progress_token_of_a_request_answered_with_a_task_stays_valid() -> None:
+    """2025-11-25: the token of a request that created a task is valid until the task
+    ends (progress arrives after the CreateTaskResult); then it is forgotten."""
+    c = operating_client()
+    rid, data = c.send_request("tools/call", {"name": "slow", "task": {}}, want_progress=True)
+    token = orjson.loads(data)["params"]["_meta"]["progressToken"]
+    task = {"taskId": "t1", "status": "working", "createdAt": "x", "lastUpdatedAt": "x",
+            "ttl": None}
+    c.receive(msg({"jsonrpc": "2.0", "id": rid, "result": {"task": task}}))
+    assert c.keeps_progress(rid)
+    (p1,) = c.receive(note("notifications/progress", {"progressToken": token, "progress": 1}))
+    assert p1 == pc.ProgressReceived(rid, token, 1, None, None)
+    (dup,) = c.receive(note("notifications/progress", {"progressToken": token, "progress": 1}))
+    assert isinstance(dup, pc.Dropped)  # still strictly increasing
+    assert c.end_task_progress("other") == []
+    assert c.end_task_progress("t1") == [rid] and not c.keeps_progress(rid)
+    (after,) = c.receive(note("notifications/progress", {"progressToken": token, "progress": 2}))
+    assert isinstance(after, pc.Dropped)
+    # A plain answer does not keep the token.
+    rid2, _ = c.send_request("tools/call", {"name": "quick"}, want_progress=True)
+    c.receive(msg({"jsonrpc": "2.0", "id": rid2, "result": {"content": []}}))
+    assert not c.keeps_progress(rid2)
+
+
+def test_kept_task_progress_tokens_are_bounded() -> None:
+    c = operating_client()
+    task = {"status": "working", "createdAt": "x", "lastUpdatedAt": "x", "ttl": None}
+    first = None
+    for n in range(pc.MAX_KEPT_TOKENS + 1):
+        rid, _ = c.send_request("tools/call", {"name": "slow", "task": {}}, want_progress=True)
+        first = first if first is not None else rid
+        c.receive(msg({"jsonrpc": "2.0", "id": rid,
+                       "result": {"task": {**task, "taskId": f"t{n}"}}}))
+    assert not c.keeps_progress(first) and c.keeps_progress(rid)
+
+
 def test_unknown_notification_is_dropped_not_answered() -> None:
     conn = server()
     init(conn)

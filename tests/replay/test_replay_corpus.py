@@ -160,6 +160,36 @@ def _task_completion_wins(ev: Events) -> None:
     assert result["content"][0]["text"] == "finished after 1.0"
 
 
+def _task_ext_cancel_wins(ev: Events) -> None:
+    [created] = _task_events(ev, "task_created")
+    [requested] = _task_events(ev, "task_cancel_requested")
+    [finished] = _task_events(ev, "task_finished")
+    # 2026-07-28: the task was made by the server for a plain tools/call that declared
+    # the extension; the cancellation got in first and the task stays cancelled.
+    assert answers(ev, 1)[0]["result"]["resultType"] == "task"
+    assert requested["applied"] is True and finished["outcome"] == "cancelled"
+    assert created["seq"] < requested["seq"] < finished["seq"] and finished["t"] == 1.0
+    ack = answers(ev, 2)[0]["result"]
+    assert ack["resultType"] == "complete" and "status" not in ack and "taskId" not in ack
+    got = answers(ev, 3)[0]["result"]
+    assert got["status"] == "cancelled" and "result" not in got and "error" not in got
+
+
+def _task_ext_completion_wins(ev: Events) -> None:
+    [finished] = _task_events(ev, "task_finished")
+    [requested] = _task_events(ev, "task_cancel_requested")
+    # The work ended first: the cancel is acknowledged all the same (idempotent in the
+    # extension), and tasks/get carries the result, without the related-task _meta.
+    assert finished["outcome"] == "completed" and finished["seq"] < requested["seq"]
+    assert requested["applied"] is False and requested["status"] == "completed"
+    ack = answers(ev, 2)[0]["result"]
+    assert ack["resultType"] == "complete" and "status" not in ack
+    got = answers(ev, 3)[0]["result"]
+    assert got["status"] == "completed" and got["resultType"] == "complete"
+    assert got["result"]["content"][0]["text"] == "finished after 1.0"
+    assert "_meta" not in got["result"]
+
+
 OUTCOMES: dict[str, Callable[[Events], None]] = {
     "late_cancel": _late_cancel,
     "cancel_before_start": _cancel_before_start,
@@ -177,6 +207,8 @@ OUTCOMES: dict[str, Callable[[Events], None]] = {
     "client_side_timeout_same_instant": _client_side_timeout_same_instant,
     "task_cancel_wins": _task_cancel_wins,
     "task_completion_wins": _task_completion_wins,
+    "task_ext_cancel_wins": _task_ext_cancel_wins,
+    "task_ext_completion_wins": _task_ext_completion_wins,
 }
 
 #: Races recorded after trace format version 2 have no version-1 copy.
@@ -185,7 +217,9 @@ V1 = {p.stem for p in (TRACES / "v1").glob("*.jsonl")}
 
 def test_every_corpus_trace_has_an_outcome_check() -> None:
     assert {p.stem for p in TRACES.glob("*.jsonl")} == set(OUTCOMES)
-    assert V1 <= set(OUTCOMES) and not V1 & {"task_cancel_wins", "task_completion_wins"}
+    assert V1 <= set(OUTCOMES) and not V1 & {"task_cancel_wins", "task_completion_wins",
+                                              "task_ext_cancel_wins",
+                                              "task_ext_completion_wins"}
 
 
 @pytest.mark.parametrize(("name", "version"),

@@ -79,3 +79,59 @@ async def test_a_question_whose_holder_stops_is_asked_again_elsewhere() -> None:
                 assert result.content[0].text == "dave approved on a"  # type: ignore[union-attr]
             nursery.cancel_scope.cancel()
 
+
+
+async def test_a_2026_task_is_answered_through_another_worker() -> None:
+    """The tasks extension: a task runs on worker a; a client of worker b sees its
+    question (the shared record holds it) and answers it with tasks/update, which the
+    relay takes to a; b then sees the result. Partial answers show what still waits."""
+    state = MemoryState()
+    options = ClusterOptions(heartbeat=0.05, worker_ttl=0.3, session_ttl=60)
+
+    def two_questions(name: str) -> Server:
+        server = _server(name)
+
+        @server.tool(task="optional")
+        async def two(ctx: Context) -> str:
+            both = await ctx.ask({key: ("elicitation/create", {
+                "message": f"{key}?", "requestedSchema": SCHEMA}) for key in ("x", "y")})
+            return ",".join(str((both[k].get("content") or {}).get("name")) for k in "xy")
+
+        return server
+
+    async def erin(params: t.ElicitRequestParams) -> t.ElicitResult:
+        return t.ElicitResult(action="accept", content={"name": "erin"})
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            url_a = await nursery.start(partial(serve_http, two_questions("a"), port=0,
+                                                quiet=True, redis=state, scaleout=options))
+            url_b = await nursery.start(partial(serve_http, two_questions("b"), port=0,
+                                                quiet=True, redis=state, scaleout=options))
+            async with connect_http(url_a, mode="2026-07-28") as on_a, \
+                    connect_http(url_b, mode="2026-07-28",
+                                 handlers=ClientHandlers(elicitation=erin)) as on_b:
+                caps = {"extensions": {t.TASKS_EXTENSION: {}}, "elicitation": {}}
+                meta = {"io.modelcontextprotocol/clientCapabilities": caps}
+                created = await on_a.request("tools/call", {
+                    "name": "two", "arguments": {}, "_meta": meta}, follow_tasks=False)
+                task_id = created.task_id
+                # On b, from the shared record: both questions.
+                while (seen := await on_b.get_task(task_id)).status != "input_required":  # noqa: ASYNC110 - polling a server
+                    await trio.sleep(0.02)
+                while len(seen.input_requests or {}) < 2:
+                    await trio.sleep(0.02)
+                    seen = await on_b.get_task(task_id)
+                assert sorted(seen.input_requests or {}) == ["x", "y"]
+                # One answer through b: the relay takes it to a; the record shows y left.
+                await on_b.request("tasks/update", {"taskId": task_id, "inputResponses": {
+                    "x": {"action": "accept", "content": {"name": "xavier"}}}})
+                while sorted((seen := await on_b.get_task(task_id)).input_requests  # noqa: ASYNC110 - polling a server
+                             or {}) != ["y"]:
+                    await trio.sleep(0.02)
+                assert seen.status == "input_required"
+                # The rest by a handle on b, whose handler answers what still waits.
+                handle = await on_b.task(task_id, tool="two")
+                result = await handle.result()
+                assert result.content[0].text == "xavier,erin"  # type: ignore[union-attr]
+            nursery.cancel_scope.cancel()

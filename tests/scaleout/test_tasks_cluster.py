@@ -174,3 +174,36 @@ async def test_a_task_asks_a_requestor_held_by_another_worker(deployment: Deploy
 
 
 RELATED = "io.modelcontextprotocol/related-task"
+
+
+async def test_2026_tasks_are_read_and_cancelled_wherever_requests_land(
+    deployment: Deployment,
+) -> None:
+    """The tasks extension of 2026-07-28 behind the balancer: no session, so every
+    request (the tools/call, each tasks/get, the tasks/cancel) lands on any worker; the
+    shared store answers, and the cancel reaches the worker running the task."""
+    with trio.fail_after(60):
+        async with connect_http(deployment.url) as client:
+            assert client.stateless
+            handle = await client.call_tool_task("job", {"seconds": 60})
+            assert handle.extension
+            while "running in" not in (handle.status_message or ""):
+                await handle.refresh()
+                await trio.sleep(0.05)
+            runner = int((handle.status_message or "").split()[-1])
+            for _ in range(6):  # read on every worker in turn
+                seen = await client.get_task(handle.task_id)
+                assert seen.status == "working"
+                assert seen.status_message == f"running in {runner}"
+            assert (await handle.cancel()).status == "cancelled"
+            # The worker running it stops its work (the cancel may have landed elsewhere).
+            counts: dict[int, int] = {}
+            while counts.get(runner) != 0:
+                pid, count = _text(await client.call_tool("running_tasks", {})).split(":")
+                counts[int(pid)] = int(count)
+                await trio.sleep(0.05)
+            short = await client.call_tool_task("job", {"seconds": 0.5})
+            done = _text(await short.result())
+            assert done.startswith("done in ")
+            # A plain call of a task tool is followed to its result, across workers.
+            assert _text(await client.call_tool("job", {"seconds": 0.2})).startswith("done in ")

@@ -108,3 +108,20 @@ async def ask_two(ctx: Context) -> str:
         nursery.start_soon(ask, "first")
         nursery.start_soon(ask, "second")
     return f"{answers['first']} and {answers['second']}"
+
+
+@server.tool(task="optional", begins_task=True)
+async def greet_later(ctx: Context, delay: float = 0.05) -> str:
+    """Ask for a name, then become a task (2026-07-28: the question is an input round
+    of the call, before the task exists), then ask once more inside the task."""
+    first = await ctx.elicit("Your name?", {"type": "object",
+                                            "properties": {"name": {"type": "string"}},
+                                            "required": ["name"]}, key="who")
+    name = (first.content or {}).get("name")
+    SEEN["greet_later_runs"] = int(SEEN.get("greet_later_runs", 0)) + 1  # type: ignore[call-overload]
+    await ctx.begin_task()
+    await trio.sleep(delay)
+    again = await ctx.elicit("Really?", {"type": "object",
+                                         "properties": {"name": {"type": "string"}},
+                                         "required": ["name"]}, key="who")
+    return f"hello {name}, then {(again.content or {}).get('name')}"

@@ -37,13 +37,46 @@ async def test_stdio_task_with_progress_and_elicitation() -> None:
             assert (await asked.refresh()).status == "completed"
 
 
+async def test_progress_of_a_task_keeps_reaching_the_caller_after_its_creation() -> None:
+    """2025-11-25: the progress token of the request that created a task stays valid
+    for the task's life; progress sent after the CreateTaskResult reaches the caller's
+    callback (it used to be dropped with the answer)."""
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    with trio.fail_after(30):
+        async with connect_stdio(STDIO, mode="legacy") as client:
+            handle = await client.call_tool_task("slow", {"n": 4, "delay": 0.1},
+                                                 on_progress=on_progress)
+            created = trio.current_time()
+            assert (await handle.result()).content[0].text == "counted to 4"  # type: ignore[union-attr]
+            await handle.wait()
+            await client.session.settle()
+            assert [p for p, _, _ in seen] == [1, 2, 3, 4]
+            assert seen[-1] == (4, 4, "step 4 of 4")
+            assert trio.current_time() - created > 0.2  # most came after the answer
+            # Once the task ended, its token is forgotten.
+            assert not client.session.outbound.kept_progress
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mcpactor", "call", *args],
                           capture_output=True, text=True, timeout=60)
 
 
+def run_cli_in(mode: str, target: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(target, *args, "--mode", mode)
+
+
 def test_cli_call_task_prints_statuses_then_the_result() -> None:
+    """2025-11-25 (--mode legacy): progress reaches the status lines as it happens."""
     target = " ".join(STDIO)
+
+    def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli_in("legacy", *args)
+
     done = run_cli(target, "slow", '{"n": 3, "delay": 0.2}', "--task", "--ttl", "30")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "counted to 3\n"

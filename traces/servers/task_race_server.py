@@ -1,5 +1,6 @@
 """The server behind the tasks races of the corpus (``traces/task_*.jsonl``): a tool
-that runs as a task (2025-11-25) and finishes after a given time."""
+that runs as a task (2025-11-25, and the 2026-07-28 tasks extension) and finishes
+after a given time."""
 
 from __future__ import annotations
 

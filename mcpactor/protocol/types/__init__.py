@@ -1,4 +1,4 @@
-"""Every MCP schema type (2024-11-05 through 2025-11-25, tasks included, plus SEP-2093 and the skills extension) as a frozen attrs class.
+"""Every MCP schema type (2024-11-05 through 2025-11-25, tasks included, plus SEP-2093, the skills extension and the tasks extension of 2026-07-28) as a frozen attrs class.
 
 Import from here, not from the feature modules: ``from mcpactor.protocol.types import Tool``.
 Turn them into wire data and back with :mod:`mcpactor.protocol.convert`.
@@ -131,6 +131,14 @@ from .tasks import (
     related_task_meta,
     related_task_of,
 )
+from .tasks_ext import (
+    TASK_STATUS_NOTIFICATION,
+    TASKS_EXTENSION,
+    DetailedTask,
+    UpdateTaskParams,
+    declares_tasks_extension,
+    tasks_extension_capabilities,
+)
 from .tools import (
     CallToolRequestParams,
     CallToolResult,
@@ -144,6 +152,8 @@ __all__ = [
     "MODEL_IMMEDIATE_RESPONSE",
     "RELATED_TASK",
     "SKILLS_EXTENSION",
+    "TASKS_EXTENSION",
+    "TASK_STATUS_NOTIFICATION",
     "TERMINAL_STATUSES",
     "Annotations",
     "AudioContent",
@@ -164,6 +174,7 @@ __all__ = [
     "CreateMessageResult",
     "CreateTaskResult",
     "Cursor",
+    "DetailedTask",
     "ElicitRequestFormParams",
     "ElicitRequestParams",
     "ElicitRequestURLParams",
@@ -245,8 +256,11 @@ __all__ = [
     "ToolUseContent",
     "ToolsCapability",
     "UnsubscribeRequestParams",
+    "UpdateTaskParams",
     "accepts_task",
+    "declares_tasks_extension",
     "progress_token_of",
     "related_task_meta",
     "related_task_of",
+    "tasks_extension_capabilities",
 ]
