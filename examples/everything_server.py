@@ -441,7 +441,8 @@ async def complete(ref: Any, argument: Any, context: Any) -> list[str]:
 
 # --------------------------------------------------------------------------- tasks and skills
 
-# Tools that run as tasks (2025-11-25 tasks; the tasks scenarios' fixtures).
+# Tools that run as tasks (2025-11-25 tasks and the 2026-07-28 tasks extension; the
+# tasks scenarios' fixtures).
 everything_tasks.register(server)
 # Agent Skills from examples/skills (the skills extension, SEP-2640).
 server.add_skills(Path(__file__).resolve().parent / "skills")

@@ -32,6 +32,7 @@ from mcpactor.protocol.convert import from_wire, to_wire
 from mcpactor.protocol.errors import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     UNSUPPORTED_PROTOCOL_VERSION,
     CapabilityNotSupported,
     ConnectionClosed,
@@ -196,7 +197,7 @@ class _ClientHandler:
             self.output_schemas.clear()
             if self.header_schemas is not None:
                 self.header_schemas.clear()
-        elif event.method == "notifications/tasks/status":
+        elif event.method in ("notifications/tasks/status", "notifications/tasks"):
             self.task_watchers.deliver(event.params)
         cb = {
             "notifications/message": h.on_log,
@@ -491,13 +492,17 @@ class Client:
         prompts: bool = False,
         resources: bool = False,
         resource_uris: Sequence[str] = (),
+        task_ids: Sequence[str] = (),
         ack_timeout: float | None = 30.0,
         backlog: int = 1024,
     ) -> AsyncIterator[Subscription]:
         """Listen for the server's change notifications (2026-07-28
         ``subscriptions/listen``): ``tools``/``prompts``/``resources`` for the list
         changes, ``resource_uris`` for ``notifications/resources/updated`` about those
-        resources.
+        resources, ``task_ids`` for the status changes of those tasks (the tasks
+        extension's ``notifications/tasks``, each the task as ``tasks/get`` shows it;
+        the server agrees to the ones this client may see, and first tells each one's
+        current state).
 
         ``async with client.listen(tools=True) as sub: async for note in sub: ...``
         The block is entered once the server acknowledged (``sub.acknowledged``: the
@@ -505,20 +510,24 @@ class Client:
         subscription. Several may be open at once. Notifications reach the
         ``ClientHandlers`` callbacks too. In a handshake session (no
         ``subscriptions/listen`` there) the block subscribes to ``resource_uris``
-        (``resources/subscribe``) and the subscription hears the list changes the server
-        declared and those resources' updates: the same code works in both eras.
+        (``resources/subscribe``), attaches the session to ``task_ids`` (``tasks/get``:
+        their ``notifications/tasks/status`` then come to it), and the subscription
+        hears the list changes the server declared, those resources' updates and those
+        tasks' status changes: the same code works in both eras. Task handles hear the
+        status notifications too.
         """
         handler = self.session.handler
         if not isinstance(handler, _ClientHandler):
             raise CapabilityNotSupported("this session's handler does not route subscriptions")
         if not self.stateless:
             async with self._listen_handshake(
-                    handler, tools, prompts, resources, resource_uris, backlog) as local:
+                    handler, tools, prompts, resources, resource_uris, backlog,
+                    task_ids) as local:
                 yield local
             return
         sub = Subscription(self.session, listen_filter(
-            tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris),
-            backlog)
+            tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris,
+            task_ids=task_ids), backlog)
 
         def register(rid: RequestId) -> None:
             handler.subscriptions[rid] = sub
@@ -538,7 +547,7 @@ class Client:
     @asynccontextmanager
     async def _listen_handshake(
         self, handler: _ClientHandler, tools: bool, prompts: bool, resources: bool,
-        resource_uris: Sequence[str], backlog: int,
+        resource_uris: Sequence[str], backlog: int, task_ids: Sequence[str] = (),
     ) -> AsyncIterator[Subscription]:
         """A listen in a handshake session: list changes come anyway (those the server
         declared), each URI is subscribed to (``resources/subscribe``) for the block,
@@ -556,6 +565,22 @@ class Client:
             await self.subscribe(uri)
         if uris:
             agreed["resourceSubscriptions"] = uris
+        if task_ids:
+            # tasks/get attaches this session to each task: its status notifications
+            # come here. Unknown (or someone else's) tasks are left out, as a 2026
+            # server leaves them out of its acknowledgement.
+            asked = listen_filter(tools=tools, prompts=prompts, resources=resources,
+                                  resource_uris=resource_uris, task_ids=task_ids)
+            known = []
+            for task_id in dict.fromkeys(task_ids):
+                try:
+                    await self.get_task(task_id)
+                except RequestError as exc:
+                    if exc.code != INVALID_PARAMS:
+                        raise
+                    continue
+                known.append(task_id)
+            agreed["taskIds"] = known
         local = Subscription(self.session, asked, backlog)
         local.acknowledged = agreed
         handler.local_subscriptions.append(local)

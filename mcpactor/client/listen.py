@@ -59,7 +59,7 @@ class ListenNotification:
 
 def listen_filter(
     *, tools: bool = False, prompts: bool = False, resources: bool = False,
-    resource_uris: Iterable[str] = (),
+    resource_uris: Iterable[str] = (), task_ids: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The ``notifications`` filter of a listen request (wire form)."""
     out: dict[str, Any] = {}
@@ -72,6 +72,9 @@ def listen_filter(
     uris = list(resource_uris)
     if uris:
         out["resourceSubscriptions"] = uris
+    ids = list(task_ids)
+    if ids:
+        out["taskIds"] = ids  # the tasks extension (SEP-2663)
     return out
 
 
@@ -133,6 +136,8 @@ class Subscription:
         agreed = self.acknowledged or {}
         if method == "notifications/resources/updated":
             return params.get("uri") in (agreed.get("resourceSubscriptions") or ())
+        if method == "notifications/tasks/status":
+            return params.get("taskId") in (agreed.get("taskIds") or ())
         flag = _LIST_FLAGS.get(method)
         return flag is not None and bool(agreed.get(flag))
 

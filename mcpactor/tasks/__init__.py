@@ -1,4 +1,5 @@
-"""Tasks: requests that run on after their answer (2025-11-25 ``tasks``).
+"""Tasks: requests that run on after their answer (2025-11-25 ``tasks``, and the
+2026-07-28 tasks extension, SEP-2663, over the same store and runtime).
 
 :mod:`~mcpactor.tasks.store` keeps them (:class:`TaskStore`, an interface;
 :class:`InMemoryTaskStore`, the default), :mod:`~mcpactor.tasks.runtime` runs them for

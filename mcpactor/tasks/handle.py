@@ -62,14 +62,15 @@ class TaskWatchers:
         """Let ``handle`` hear its task's status notifications."""
         self._handles.setdefault(handle.task_id, weakref.WeakSet()).add(handle)
 
-    def deliver(self, task: t.Task) -> None:
-        """A status notification arrived: update the handles of that task."""
+    def deliver(self, task: t.Task | t.DetailedTask) -> None:
+        """A status notification arrived (2025-11-25's, or the extension's
+        ``notifications/tasks``): update the handles of that task."""
         handles = self._handles.get(task.task_id)
         if not handles:
             self._handles.pop(task.task_id, None)
             return
         for handle in list(handles):
-            handle._update(task)
+            handle._take(task)
         if task.terminal:
             self._handles.pop(task.task_id, None)
 
@@ -112,7 +113,7 @@ class TaskHandle(Generic[R]):
         #: The result the receiver answered with at once (no task was made).
         self._settled: Any = None
         self._is_settled = False
-        if watchers is not None and not extension:
+        if watchers is not None:
             watchers.add(self)
 
     @classmethod
@@ -162,6 +163,13 @@ class TaskHandle(Generic[R]):
         if task.terminal and self._on_end is not None:
             self._on_end(self.task_id)
 
+    def _take(self, task: t.Task | t.DetailedTask) -> None:
+        """A newer state, from a poll or a notification of either era."""
+        if isinstance(task, t.DetailedTask) and task.task_id == self.task_id \
+                and not self.task.terminal:
+            self.detailed = task
+        self._update(as_task(task))
+
     async def refresh(self) -> t.Task:
         """Ask the receiver for the task's state now (``tasks/get``). With the
         extension, questions the task waits on are answered (``tasks/update``)."""
@@ -175,9 +183,7 @@ class TaskHandle(Generic[R]):
         detailed: t.DetailedTask = await self._request(
             "tasks/get", {"taskId": self.task_id}, timeout=self._timeout,
             result_cls=t.DetailedTask)
-        if detailed.task_id == self.task_id and not self.task.terminal:
-            self.detailed = detailed
-        self._update(as_task(detailed))
+        self._take(detailed)
         if detailed.status == "input_required" and detailed.input_requests:
             await self._answer(detailed.input_requests)
         return self.task

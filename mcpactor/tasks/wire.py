@@ -8,8 +8,8 @@ calls, a client for the sampling and elicitation it runs as tasks.
 This is the one place that knows the 2025-11-25 shapes. The 2026-07-28 extension
 (SEP-2663: a flat ``CreateTaskResult`` with ``resultType: "task"`` and ``ttlMs``,
 results inlined in ``tasks/get``, ``tasks/update`` answering ``inputRequests``, no
-``tasks/result`` or ``tasks/list``) is another module beside this one, over the same
-:class:`~mcpactor.tasks.runtime.TaskRuntime` and records.
+``tasks/result`` or ``tasks/list``) is :mod:`mcpactor.tasks.wire_ext`, beside this
+one, over the same :class:`~mcpactor.tasks.runtime.TaskRuntime` and records.
 """
 
 from __future__ import annotations

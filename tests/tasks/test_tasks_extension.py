@@ -574,3 +574,30 @@ async def test_each_revision_sees_only_its_own_tasks_capability() -> None:
         found = await modern.discover()
         assert found["capabilities"]["extensions"] == {t.TASKS_EXTENSION: {}}
         assert "tasks" not in found["capabilities"]
+
+
+@pytest.mark.parametrize("mode", [MODERN, "legacy"])
+async def test_client_listens_for_a_tasks_status_changes(mode: str) -> None:
+    """Client.listen(task_ids=...) in either era: the extension's notifications/tasks on
+    a subscriptions/listen stream, or 2025-11-25's notifications/tasks/status to the
+    session attached to the task. The task's handle hears them too, without polling."""
+    with trio.fail_after(30):
+        async with connect_stdio(STDIO, mode=mode) as client:
+            handle = await client.call_tool_task("slow", {"n": 3, "delay": 0.2})
+            async with client.listen(task_ids=[handle.task_id, "no-such-task"]) as sub:
+                assert sub.acknowledged == {"taskIds": [handle.task_id]}
+                seen = []
+                async for note in sub:
+                    assert note.method == ("notifications/tasks" if mode == MODERN
+                                           else "notifications/tasks/status")
+                    assert note.params["taskId"] == handle.task_id
+                    seen.append(note.params)
+                    if note.params["status"] in TERMINAL:
+                        break
+            assert seen[-1]["status"] == "completed"
+            if mode == MODERN:
+                # The whole task as tasks/get shows it: the result inlined.
+                assert seen[-1]["result"]["content"][0]["text"] == "counted to 3"
+                assert handle.detailed is not None and handle.detailed.result is not None
+            assert handle.status == "completed"  # heard, not polled
+            assert (await handle.result()).content[0].text == "counted to 3"

@@ -9,8 +9,8 @@ in ``_meta`` under :data:`RELATED_TASK` (except ``tasks/get``, ``tasks/list``,
 
 The 2026-07-28 tasks extension (SEP-2663) reshapes these messages (flat
 ``CreateTaskResult`` with ``resultType: "task"``, ``ttlMs``, ``tasks/update``, no
-``tasks/result`` or ``tasks/list``); its wire types belong in a module of their own
-next to this one, mapped onto the same runtime records (``mcpactor.tasks``).
+``tasks/result`` or ``tasks/list``); its wire types are in :mod:`.tasks_ext`, mapped
+onto the same runtime records (``mcpactor.tasks``).
 """
 
 from typing import Any, Literal
