@@ -422,9 +422,13 @@ async def elicit_bob(params: Any) -> t.ElicitResult:
         "name": "bob", "first": f"re {message}", "second": f"re {message}"})
 
 
+async def model_42(params: Any) -> t.CreateMessageResult:
+    return t.CreateMessageResult(role="assistant", content=t.TextContent(text="42"), model="m")
+
+
 @asynccontextmanager
 async def modern_client(transport: str, url: str | None) -> AsyncIterator[Any]:
-    handlers = ClientHandlers(elicitation=elicit_bob)
+    handlers = ClientHandlers(elicitation=elicit_bob, sampling=model_42)
     if transport == "stdio":
         async with connect_stdio(STDIO, handlers=handlers, mode=MODERN) as client:
             yield client
@@ -492,6 +496,10 @@ async def test_client_follows_a_task_a_plain_call_becomes(transport: str,
             # greet_later: an input round first, then the task.
             later = await client.call_tool("greet_later", {})
             assert later.content[0].text == "hello bob, then bob"
+            # ctx.sample inside a task: a sampling/createMessage question, answered by
+            # the client's sampling handler through tasks/update.
+            model = await client.call_tool("ask_model", {"prompt": "answer?"})
+            assert model.content[0].text == "model said: 42"
 
 
 async def test_client_attaches_to_a_task_after_reconnecting(
