@@ -289,9 +289,6 @@ class Recorder:
 
     # -- what the scheduler asks ---------------------------------------------------------
 
-    def next_seq(self) -> int:
-        """The number the next record will get."""
-        return self._base + len(self._events) + 1
 
     def next_id(self) -> int:
         """A new task number."""

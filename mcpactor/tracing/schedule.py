@@ -216,9 +216,6 @@ class Subscriber(Protocol):
         """A new task number of this recording."""
         ...
 
-    def next_seq(self) -> int:
-        """The number the next record will get."""
-        ...
 
     def after_batch(self) -> None:
         """Once per pass of the loop."""
