@@ -216,7 +216,6 @@ class Subscriber(Protocol):
         """A new task number of this recording."""
         ...
 
-
     def after_batch(self) -> None:
         """Once per pass of the loop."""
         ...
