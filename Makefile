@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test test-pythons lint typecheck unit conformance bench-quick clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py mcpactor/tracing/_hooks.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'

@@ -58,7 +58,7 @@ from mcpactor.session.tracker import ProgressCallback, Timeout, Waiter
 from mcpactor.tasks import wire as tasks_wire
 from mcpactor.tasks.handle import TaskHandle, TaskWatchers
 from mcpactor.tasks.runtime import TaskOptions, TaskRuntime
-from mcpactor.tracing.tasks import TRACK, Node, current_node
+from mcpactor.tracing.tasks import TRACK, current_node, follow_current
 from mcpactor.tracing.tracer import Tracer
 from mcpactor.transports.base import Transport
 
@@ -1004,9 +1004,9 @@ async def _client_code(session_id: str, tracer: Tracer | None) -> AsyncIterator[
     if tracer is None or current_node() is not None:
         yield
         return
-    token = TRACK.set(Node(f"{session_id}/client", session_id, rec=tracer))
+    token = follow_current(f"{session_id}/client", tracer)
     try:
-        # Followed from the next step on: the hook claims this task for the node then.
+        # Followed from the next step on (this one began before it was named).
         await trio.lowlevel.checkpoint()
         yield
     finally:

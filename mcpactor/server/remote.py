@@ -59,7 +59,7 @@ from mcpactor.server.context import LOG_LEVELS, Context, session_state
 from mcpactor.server.lifespan import LifespanNotRunning
 from mcpactor.session.context import RequestContext
 from mcpactor.session.session import Session
-from mcpactor.tracing.tasks import TRACK
+from mcpactor.tracing.tasks import NOBODY, TRACK
 
 if TYPE_CHECKING:
     from mcpactor.client.client import Client, ClientHandlers
@@ -322,7 +322,7 @@ class RemoteServer:
         # The upstream conversation is not part of this server's recording: its tasks are
         # not the session's (the remote server's answers come from outside). Nor is it
         # any request's (what it asks finds its request itself).
-        track, call = TRACK.set(None), _CALL.set(None)
+        track, call = TRACK.set(NOBODY), _CALL.set(None)
         try:
             nursery.start_soon(self._hold, up)
         finally:
@@ -564,7 +564,7 @@ class RemoteServer:
         if uris:
             nursery = self._nursery
             assert nursery is not None  # a lease was granted: the lifespan runs
-            track, call = TRACK.set(None), _CALL.set(None)
+            track, call = TRACK.set(NOBODY), _CALL.set(None)
             try:
                 up.listener = await nursery.start(_listen_upstream, client, sorted(uris))
             finally:

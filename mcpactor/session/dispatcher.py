@@ -221,7 +221,7 @@ class Dispatcher:
                 else:
                     if trace is not None:
                         trace((session._clock(), session.id, actor, "handler_started", rid,
-                               ev.method))
+                               ev.method, None))
                     ctx = RequestContext(
                         session, rid, ev.method, ev.params, ev.raw_params, ev.progress_token,
                         scope, ev.modern,

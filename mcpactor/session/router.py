@@ -23,7 +23,7 @@ from mcpactor.protocol import connection as pc
 from mcpactor.protocol.errors import InvalidRequest
 from mcpactor.protocol.jsonrpc import Batch, Invalid, Message, encode_error
 from mcpactor.session.batch import BatchCollector
-from mcpactor.tracing.tasks import TRACK, current_node
+from mcpactor.tracing.tasks import current_node
 from mcpactor.transports.base import Oversize, TransportClosed
 
 if TYPE_CHECKING:
@@ -82,9 +82,10 @@ class Router:
             first = events[0] if events else None
             if first.__class__ is pc.Reply and first.why == "parse error":
                 trace((session._clock(), session.id, "reader", "message_in",
-                       {"raw": data.decode("utf-8", "replace"), "yields": yields}))
+                       {"raw": data.decode("utf-8", "replace"), "yields": yields}, None, None))
             else:
-                trace((session._clock(), session.id, "reader", "message_in", data, yields))
+                trace((session._clock(), session.id, "reader", "message_in", data, yields,
+                       None))
         for ev in events:
             await self.route(ev, None, on_block)
 
@@ -95,16 +96,16 @@ class Router:
         receive = session.transport.receive
         trace = session._log
         task = trio.lowlevel.current_task()
+        # Inside the transport the reader is muted: the transport's reads and tasks are
+        # not the session's (mcpactor.tracing.tasks).
         node = current_node() if trace is not None else None
-        # Inside the transport the reader carries its io node: the transport's reads and
-        # tasks are not the session's (mcpactor.tracing.tasks).
-        io = node.io() if node is not None else None
         if trace is not None:
             session._emit("reader", "transport_opened", {"transport": session.transport.name})
         with self.scope:
             while True:
                 before = task._schedule_points if trace is not None else 0
-                token = TRACK.set(io) if io is not None else None
+                if node is not None:
+                    node.muted = True
                 try:
                     data = await receive()
                 except trio.EndOfChannel:
@@ -130,8 +131,8 @@ class Router:
                                       {"yields": task._schedule_points - before})
                     raise
                 finally:
-                    if token is not None:
-                        TRACK.reset(token)
+                    if node is not None:
+                        node.muted = False
                 yields = task._schedule_points - before if trace is not None else 0
                 if type(data) is Oversize:
                     if trace is not None:

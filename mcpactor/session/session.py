@@ -172,7 +172,7 @@ class Session:
             self._clock = self.tracer.clock  # type: ignore[union-attr]
         ready = trio.Event()
         async with trio.open_nursery() as outer:
-            spawn_root(outer, self.id, self.id, self._supervise, ready, rec=self.tracer)
+            spawn_root(outer, self.id, self._supervise, ready, rec=self.tracer)
             await ready.wait()
             task_status.started()
 
@@ -324,7 +324,7 @@ class Session:
         """Trace one event of ``actor`` (when recording)."""
         log = self._log
         if log is not None:
-            log((self._clock(), self.id, actor, kind, data))
+            log((self._clock(), self.id, actor, kind, data, None, None))
 
     def _external(self, kind: str, data: dict[str, Any]) -> None:
         """Trace something done to this session by code the recording does not follow

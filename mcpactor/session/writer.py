@@ -21,7 +21,7 @@ import trio
 
 from mcpactor.protocol.errors import ConnectionClosed
 from mcpactor.protocol.jsonrpc import RequestId
-from mcpactor.tracing.tasks import TRACK, Node
+from mcpactor.tracing.tasks import TRACK
 from mcpactor.transports.base import Outgoing, TransportClosed
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ __all__ = ["Writer"]
 class Writer:
     """The writer's state and code (see the module); one per session."""
 
-    __slots__ = ("_io_spare", "_out_recv", "_out_send", "_queued", "_token_free",
+    __slots__ = ("_out_recv", "_out_send", "_queued", "_token_free",
                  "_writer_holding", "_writing", "broken", "closed", "direct", "session")
 
     def __init__(self, session: Session) -> None:
@@ -53,9 +53,6 @@ class Writer:
         self.direct = False
         #: The session ended: sends raise ConnectionClosed.
         self.closed = False
-        # The node a writing task carries inside the transport (Node.lend): one for the
-        # session, since only the holder of the write token writes.
-        self._io_spare: Node | None = None
 
     async def send(self, data: bytes, related: RequestId | None = None) -> None:
         """Queue one message for the transport (``related``: the inbound request it
@@ -164,15 +161,11 @@ class Writer:
         # Trio's count of the task's yields (checked by tracing.schedule.internals_ok):
         # the difference around the send is what a replay's transport repeats.
         before = task._schedule_points
-        # Inside the transport the task carries its io node: the transport's reads and
-        # tasks are not the session's (mcpactor.tracing.tasks).
-        if node is not None and node.task is task:
-            spare = self._io_spare
-            if spare is None:
-                spare = self._io_spare = Node(None, session.id)
-            token = TRACK.set(node.lend(spare))
-        else:
-            token = None
+        # Inside the transport the task is muted: the transport's reads and tasks are not
+        # the session's (mcpactor.tracing.tasks). (An unfollowed task's node is NOBODY.)
+        muted = node.muted
+        if node.id:
+            node.muted = True
         try:
             await session.transport.send(batch)
         except TransportClosed as exc:
@@ -184,8 +177,8 @@ class Writer:
                           {"yields": task._schedule_points - before})
             raise
         finally:
-            if token is not None:
-                TRACK.reset(token)
+            if node.id:
+                node.muted = muted
         yields = task._schedule_points - before
         sid = session.id
         clock = session._clock

@@ -47,13 +47,17 @@ def to_event(event: Compact, seq: int, origin: int) -> dict[str, Any]:
         return _schedule_record(event, seq)
     out: dict[str, Any] = {"seq": seq, "t": (event[0] - origin) / 1e9, "session": event[1],
                            "actor": event[2], "kind": kind}
-    if len(event) == 5 and type(event[4]) is dict:
+    if type(event[4]) is dict:
+        # An event's keys as one dict (the places after it unused).
+        if any(v is not None for v in event[5:]):
+            raise ValueError(f"not a trace event: kind {kind!r}, a dict and more")
         out.update(event[4])
         return out
     fields = FLAT_FIELDS.get(kind)
-    if fields is None or len(fields) != len(event) - 4:
+    if fields is None or len(event) < 4 + len(fields) or any(
+            v is not None for v in event[4 + len(fields):]):
         raise ValueError(f"not a trace event: kind {kind!r}, {len(event)} items")
-    out.update(zip(fields, event[4:], strict=True))
+    out.update(zip(fields, event[4:4 + len(fields)], strict=True))
     return out
 
 

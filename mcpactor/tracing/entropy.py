@@ -114,14 +114,11 @@ def deactivate(capture: Capture) -> None:
 
 
 def _node() -> Node | None:
-    # The followed task running now, or whose worker thread this is. In the Trio thread a
-    # node belongs to the running task only once the scheduler hook has seen it (a new
-    # task first carries its parent's node); in a worker thread the node is the one of the
-    # task that started the thread, which waits meanwhile.
+    # The followed task running now, or whose worker thread this is (the node of the task
+    # that started the thread, which waits meanwhile): a task is named when it is spawned,
+    # so its context holds its own node from its first step on.
     node = TRACK.get()
-    if node is None or node.task is None:
-        return None
-    return node
+    return node if node.id else None
 
 
 def _read(source: str, *args: Any) -> Any:
@@ -269,8 +266,8 @@ async def _run_sync(sync_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> A
     the thread runs, and its reads of the clocks and entropy are its task's.
     """
     node = TRACK.get()
-    capture = _active or (node.rec if node is not None else None)
-    if node is None or node.task is None or node.muted or capture is None:
+    capture = _active or node.rec
+    if not node.id or node.muted or capture is None:
         return await _real_run_sync(sync_fn, *args, **kwargs)
     plan = capture.thread_plan(node)
     if plan is None:

@@ -31,7 +31,7 @@ import trio
 from mcpactor import __version__ as _version
 from mcpactor.tracing import entropy
 from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS
-from mcpactor.tracing.schedule import CHUNK_EVENTS, RecordingScheduler
+from mcpactor.tracing.schedule import RecordingScheduler, last_sched_in
 from mcpactor.tracing.seeds import clock_kind, fresh_seeds, hash_seed
 from mcpactor.tracing.sinkclient import (
     DRAIN_TIMEOUT,
@@ -41,8 +41,8 @@ from mcpactor.tracing.sinkclient import (
     open_output,
     writer_mode,
 )
-from mcpactor.tracing.tasks import Node
-from mcpactor.tracing.tracer import Compact
+from mcpactor.tracing.tasks import Node, Numbering
+from mcpactor.tracing.tracer import WIDTH
 
 __all__ = [
     "TRACE_FORMAT",
@@ -56,9 +56,7 @@ __all__ = [
 
 TRACE_FORMAT = "mcpactor-trace"
 TRACE_FORMAT_VERSION = 2
-#: Hand the buffer on after this many records ...
-_CHUNK_EVENTS = CHUNK_EVENTS
-#: ... or this many seconds after the last hand-over (checked by the flusher task), which
+#: Hand the buffer on after CHUNK_ITEMS items (the scheduler checks, once a pass) or this many seconds after the last hand-over (checked by the flusher task), which
 #: MCPACTOR_TRACE_FLUSH_SECONDS overrides (the instruction counts of
 #: benchmarks/instructions.py run the server 50 times slower under valgrind: there,
 #: chunks must fill up as they do at full speed; a malformed value is ignored).
@@ -149,9 +147,16 @@ class Recorder:
         self.rotation = rotation or Rotation()
         if self.path is not None:
             _check_path(self.path, split)
-        self._events: list[Compact] = []
-        #: Append one record (the session's per-message call: a C function).
-        self.log: Callable[[Compact], None] = self._events.append
+        #: The records not handed on yet, flat: WIDTH items each, one after the other
+        #: (a record is never an object of its own that the garbage collector would
+        #: have to follow until the hand-over).
+        self._events: list[Any] = []
+        #: Append one record, a tuple of WIDTH items (the session's per-message call: a
+        #: C function).
+        self.log: Callable[[tuple[Any, ...]], None] = self._events.extend
+        #: The task numbers (the names of those given since the last sched record go in
+        #: the next one).
+        self.numbering = Numbering()
         self._base = 0  # records handed on so far
         self._output: ProcessOutput | ThreadOutput | MemoryOutput | None = None
         self._scheduler: RecordingScheduler | None = None
@@ -160,9 +165,8 @@ class Recorder:
         self._last_handoff = 0
         self._flusher: trio.CancelScope | None = None
         self._seed = str(self.header.seeds.get("random"))
-        self._task_ids = 0
         #: The seq and run of the latest sched record handed on (RecordingScheduler).
-        self._last_sched: tuple[int, list[int] | None] = (0, None)
+        self._last_sched: tuple[int, tuple[int, ...] | None] = (0, None)
         #: The trace's clock, in nanoseconds: Trio's system clock is perf_counter, read
         #: here directly (a C function, called for every record); a virtual clock is
         #: read through itself (start()).
@@ -283,22 +287,12 @@ class Recorder:
         self._output.close()
         # A session still running logs into a list nobody reads.
         self._events = []
-        self.log = self._events.append
+        self.log = self._events.extend
 
     # -- handing on ---------------------------------------------------------------------
 
     # -- what the scheduler asks ---------------------------------------------------------
 
-
-    def next_id(self) -> int:
-        """A new task number."""
-        self._task_ids += 1
-        return self._task_ids
-
-    def after_batch(self) -> None:
-        """Once per pass of the loop: hand the buffer on when it is large."""
-        if len(self._events) >= _CHUNK_EVENTS:
-            self.handoff()
 
     def position(self) -> tuple[int, int] | None:
         """Where the running (unfollowed) task is among this recording's steps."""
@@ -311,18 +305,17 @@ class Recorder:
         n = len(events)
         if self._output is None or not (n or last):
             return
-        # Worker threads may append meanwhile: only the first n are taken.
+        # Worker threads may append meanwhile (a record at a time): only the first n
+        # items, whole records, are taken.
         chunk = events[:n]
         del events[:n]
         first = self._base + 1
         # The latest sched record goes with the chunk; the scheduler's position() needs
         # its seq and run afterwards.
-        for i in range(n - 1, -1, -1):
-            ev = chunk[i]
-            if ev[3] == "sched" and ev[0] == 0:
-                self._last_sched = (first + i, ev[5])
-                break
-        self._base += n
+        found = last_sched_in(chunk)
+        if found is not None:
+            self._last_sched = (first + found[0], found[1])
+        self._base += n // WIDTH
         self._last_handoff = _perf_ns()
         self._output.submit(first, chunk, last=last)
 
@@ -352,7 +345,7 @@ class Recorder:
         """A followed task reads ``source``: the real value, logged."""
         v = real(*args)
         if not node.muted and node.id and not self._closed:
-            self._events.append((0, None, None, "read", node.id, source, v))
+            self._events.extend((0, None, None, "read", node.id, source, v))
         return v
 
     def seed_for(self, node: Node) -> str:
@@ -367,7 +360,7 @@ class Recorder:
         """How a followed task's wait for a worker thread ended (a ``read``, source
         ``thread``)."""
         if node.id and not self._closed:
-            self._events.append((0, None, None, "read", node.id, "thread", outcome))
+            self._events.extend((0, None, None, "read", node.id, "thread", outcome))
 
     # -- for observability ----------------------------------------------------------------
 
@@ -389,7 +382,7 @@ class Recorder:
         if sink is not None:
             backlog = int(getattr(sink, "backlog", 0))
         return {
-            "buffered_records": len(self._events),
+            "buffered_records": len(self._events) // WIDTH,
             "seconds_since_handoff": (_perf_ns() - self._last_handoff) / 1e9
             if self._started and not self._closed else 0.0,
             "backlog_bytes": backlog,
@@ -422,7 +415,7 @@ class Recorder:
     @property
     def last_seq(self) -> int:
         """The number of the latest record (0 before the first)."""
-        return self._base + len(self._events)
+        return self._base + len(self._events) // WIDTH
 
 
 def _check_path(path: Path, split: bool) -> None:

@@ -6,44 +6,57 @@ This module records the first two for the tasks a trace follows
 (:mod:`mcpactor.tracing.tasks`); :mod:`mcpactor.tracing.entropy` records the third.
 
 Trio runs its tasks in batches: each pass of its loop waits for I/O, reads the clock
-once to expire deadlines, then runs every task that was runnable at that point. Two
-hooks into that loop (both reach into Trio's internals, checked by
-``tests/tracing/test_schedule.py`` against the installed Trio):
+once to expire deadlines, then runs every task that was runnable at that point. Three
+hooks into that loop (all reach into Trio's internals, checked by :func:`internals_ok`
+against the installed Trio):
 
+- an instrument names and numbers each task as it is spawned
+  (:class:`~mcpactor.tracing.tasks.Naming`): a followed task's context then holds its
+  node, with its number;
 - the run queue is replaced by a deque whose iteration — Trio copies the queue once per
-  pass to make the batch — hands each pass's batch to :meth:`RecordingScheduler.batch`.
-  It names new tasks (:func:`~mcpactor.tracing.tasks.classify`, in the order they
-  became runnable: spawn order), decides the order (a coin, as Trio's own, reversing
-  the batch half the time) and logs one ``sched`` record: the loop's clock reading and
-  the followed tasks in the order they will run. Trio's own coin is replaced by one
-  that keeps that order.
-- the clock is wrapped: readings made by followed tasks are logged (``read`` records,
-  source ``clock``), and every reading the loop makes between its I/O wait and the
-  batch returns the one that expired deadlines (Trio also reads the clock while it
-  cancels, through ``CancelScope.cancel_called``; a later reading there would expire a
-  deadline the recorded reading did not, which no replay could repeat).
+  pass to make the batch — is the pass's hook (:meth:`RecordingRunq.__iter__`). It reads
+  the batch's task numbers from the tasks' contexts, decides the order (a coin, as
+  Trio's own, reversing the batch half the time) and logs one ``sched`` record: the
+  loop's clock reading and the followed tasks in the order they will run, with the
+  names of the tasks spawned since the last record. Trio's own coin is replaced by one
+  that keeps that order;
+- the clock is wrapped: every reading the loop makes between its I/O wait and the
+  batch, and every reading the batch's tasks make, returns the one that expired
+  deadlines (Trio also reads the clock while it cancels, through
+  ``CancelScope.cancel_called``; a later reading there would expire a deadline the
+  recorded reading did not, which no replay could repeat).
 
-The replayer (``replay/schedule.py``) installs the mirror image: the same queue and
-clock hooks, which run the recorded steps in the recorded order at the recorded times.
+The hooks run for every pass of the loop, every clock reading and every spawned task,
+and are most of what recording costs the process: their objects are
+:class:`~mcpactor.tracing.hooks.PassHook` and :class:`~mcpactor.tracing.tasks.Naming`,
+in C where ``mcpactor.tracing._hooks`` was built (:mod:`mcpactor.tracing.hooks`).
+
+The replayer (``replay/exact/scheduler.py``) installs the mirror image: the same
+instrument, queue and clock hooks, which run the recorded steps in the recorded order
+at the recorded times.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import random
 from collections import deque
-from collections.abc import Iterator
 from typing import Any, Protocol
 
 import trio
 
-from mcpactor.tracing.tasks import DONE, TRACK, classify
+from mcpactor.tracing import entropy, hooks
+from mcpactor.tracing.tasks import NAMER, NOBODY, TRACK, Naming, Node, Numbering
+from mcpactor.tracing.tracer import WIDTH
 
 #: Records a recording buffers before it hands them on (the recorder's own limit).
 CHUNK_EVENTS = 512
+#: The same, in items of the flat buffer (every record is WIDTH items).
+CHUNK_ITEMS = CHUNK_EVENTS * WIDTH
 
-__all__ = ["RecordingScheduler", "current_scheduler", "internals_ok"]
+__all__ = ["CHUNK_EVENTS", "RecordingScheduler", "current_scheduler", "internals_ok"]
 
 try:
     from trio._core import _run as _trio_run
@@ -52,7 +65,6 @@ except ImportError:  # pragma: no cover - depends on Trio's layout
 
 _GLOBAL = getattr(_trio_run, "GLOBAL_RUN_CONTEXT", None)
 
-
 def internals_ok() -> bool:
     """Whether this Trio has the internals the hooks rely on (checked, not assumed)."""
     if _trio_run is None or _GLOBAL is None:
@@ -60,9 +72,10 @@ def internals_ok() -> bool:
     runner = getattr(_GLOBAL, "runner", None)
     return (
         runner is not None
-        and type(getattr(runner, "runq", None)) in (deque, RecordingRunq)
+        and isinstance(getattr(runner, "runq", None), deque)
         and hasattr(runner, "clock")
         and isinstance(getattr(_trio_run, "_r", None), random.Random)
+        and hasattr(trio.abc.Instrument, "task_spawned")
         # The count of a task's yields, which the session reads around transport I/O.
         and isinstance(getattr(getattr(_GLOBAL, "task", None), "_schedule_points", None), int)
     )
@@ -90,74 +103,14 @@ class KeepOrder(random.Random):
             x[:] = planned
 
 
-_deque_iter = deque.__iter__
-
-
 class RecordingRunq(deque[Any]):
-    """Trio's run queue; Trio copies it once per pass of its loop to make the batch,
-    and that copy (:meth:`__iter__`) is the scheduler's hook.
+    """Trio's run queue while a recording runs. Trio copies it once per pass of its loop
+    to make the batch: that iteration is the pass's hook, a
+    :class:`~mcpactor.tracing.hooks.PassHook` set as ``__iter__`` on a subclass made for
+    the run (:meth:`RecordingScheduler._install`)."""
 
-    The usual case, one recording in the run, is handled here in one frame: it runs for
-    every pass of the loop and is most of what recording costs the process. Anything
-    else goes to :meth:`RecordingScheduler._batch_many`.
-    """
-
-    def __init__(self, tasks: Any, scheduler: RecordingScheduler) -> None:
-        super().__init__(tasks)
-        self.scheduler = scheduler
-        #: The run's only recording (None when there are none or several).
-        self.rec: Any = None
-        self.coin = scheduler._coin.random
-        self.clock: RecordingClock | None = None
-
-    def __iter__(self) -> Iterator[Any]:
-        """One pass's batch (in the order the tasks became runnable): name new followed
-        tasks, choose the order (a coin, as Trio's own, reversing the batch half the
-        time), log the followed tasks' part of it as one ``sched`` record; returns the
-        batch so that Trio, which pops from the end of its copy, runs it in that order."""
-        tasks = list(_deque_iter(self))
-        rec = self.rec
-        s = self.scheduler
-        if rec is None:
-            return reversed(s._batch_many(tasks))
-        ids: list[int] = []
-        new: dict[int, Any] | None = None
-        for task in tasks:
-            node = task.context.get(TRACK)
-            if node is None:
-                continue
-            if node.task is not task:
-                node = classify(task)
-                if node is None:
-                    continue  # a transport's own task
-            if node.rec is not rec:
-                continue
-            tid = node.id
-            if not tid:
-                tid = node.id = rec.next_id()
-                parent = node.parent
-                # A child as (parent, ordinal): the sink writes out its name.
-                if new is None:
-                    new = {}
-                new[tid] = node.name if parent is None else (parent.id, node.ordinal)
-            ids.append(tid)
-        if self.coin() < 0.5:
-            tasks.reverse()
-            ids.reverse()
-        s.order = tasks
-        s.current = ids
-        clock = self.clock
-        events = rec._events
-        if ids:
-            events.append((0, None, None, "sched",
-                           clock.now if clock is not None else trio.current_time(), ids, new))
-        if len(events) >= CHUNK_EVENTS:
-            rec.handoff()
-        if clock is not None:
-            clock.fresh = True
-        if _trio_run._ALLOW_DETERMINISTIC_SCHEDULING:
-            s._keep.planned = tasks[::-1]
-        return reversed(tasks)
+    #: The scheduler that installed it.
+    scheduler: RecordingScheduler
 
 
 class RecordingClock(trio.abc.Clock):
@@ -165,37 +118,39 @@ class RecordingClock(trio.abc.Clock):
 
     The loop reads the clock once per pass (after its I/O wait) to expire deadlines;
     every reading until the next pass — the loop's own while it cancels, and the tasks'
-    — returns that one. A deadline a task computes is then that pass's time plus its
-    timeout, exactly as a replay, which has only the pass's recorded time, computes it;
-    and no reading needs recording. (Within a pass the clock is at most one pass's
-    duration behind; the next pass reads it afresh.)
+    — returns that one (:meth:`~mcpactor.tracing.hooks.PassHook.current_time`, which
+    this clock's ``current_time`` is). A deadline a task computes is then that pass's
+    time plus its timeout, exactly as a replay, which has only the pass's recorded time,
+    computes it; and no reading needs recording. (Within a pass the clock is at most one
+    pass's duration behind; the next pass reads it afresh.)
     """
 
-    def __init__(self, inner: trio.abc.Clock) -> None:
+    def __init__(self, inner: trio.abc.Clock, hook: Any) -> None:
         self.inner = inner
-        self._read = inner.current_time
-        #: The reading for this pass; fresh: the next loop reading is a new pass's.
-        self.now = inner.current_time()
-        self.fresh = True
-        # Trio's thread-local, as seen from the thread the run is in (the clock is read
-        # there only): outside a task it has no ``task``.
-        self._trio_state = _GLOBAL.__dict__
+        self.hook = hook
+        # The hook's own reading, without a call of this class's in between.
+        self.current_time = hook.current_time  # type: ignore[method-assign]
 
     def start_clock(self) -> None:
         """Already started: the recording wraps a running clock."""
 
     def current_time(self) -> float:
         """The pass's time (see the class)."""
-        # A dict lookup for "is a task running", where catching the AttributeError
-        # would cost ten times more.
-        if self.fresh and "task" not in self._trio_state:
-            self.now = self._read()
-            self.fresh = False
-        return self.now
+        now: float = self.hook.current_time()
+        return now
 
     def deadline_to_sleep_time(self, deadline: float) -> float:
         """As the wrapped clock says (its own reading, not a pass's)."""
         return self.inner.deadline_to_sleep_time(deadline)
+
+
+def _reading(clock: trio.abc.Clock) -> tuple[Any, float]:
+    # The wrapped clock's reading as (inner, offset): Trio's own clock is perf_counter
+    # plus an offset, read without a Python call; any other through its current_time.
+    if type(clock) is trio._core._run.SystemClock and isinstance(
+            getattr(clock, "offset", None), float):
+        return entropy.real("perf_counter"), clock.offset
+    return clock.current_time, 0.0
 
 
 class Subscriber(Protocol):
@@ -204,41 +159,15 @@ class Subscriber(Protocol):
     With one recording in the run (the usual case) the scheduler appends its records to
     ``_events`` itself, without a call per pass."""
 
-    #: The records not yet handed on, and how many were handed on before them.
-    _events: list[tuple[Any, ...]]
+    #: The records not yet handed on (flat: WIDTH items each), how many were handed on
+    #: before them, and the recording's task numbers.
+    _events: list[Any]
     _base: int
-
-    def log(self, event: tuple[Any, ...], /) -> None:
-        """Append one record."""
-        ...
-
-    def next_id(self) -> int:
-        """A new task number of this recording."""
-        ...
-
-    def after_batch(self) -> None:
-        """Once per pass of the loop."""
-        ...
+    numbering: Numbering
 
     def handoff(self) -> None:
         """Hand the buffered records on."""
         ...
-
-
-class _TaskExits(trio.abc.Instrument):
-    """Drops a finished followed task from its node.
-
-    A followed task's context holds its node and the node names the task, a reference
-    cycle: every request's task would be left to the garbage collector, whose runs then
-    cost the recording process more than the recording itself. Marking the node done
-    when the task exits lets reference counting free both.
-    """
-
-    def task_exited(self, task: Any) -> None:
-        """Trio's hook: ``task`` has finished."""
-        node = task.context.get(TRACK)
-        if node is not None and node.task is task:
-            node.task = DONE
 
 
 class RecordingScheduler:
@@ -249,15 +178,19 @@ class RecordingScheduler:
     def __init__(self) -> None:
         self._coin = random.Random()
         self._keep = KeepOrder()
-        self._exits = _TaskExits()
+        self._naming = Naming(numbered=True)
         self.recordings: list[Subscriber] = []
-        #: The current batch in run order, and the followed tasks' part of it: the run
-        #: of the single recording's sched record (empty when it logged none), or per
-        #: recording (:attr:`runs`) when there are several.
+        #: How many recordings joined this run: the run queue's one-recording path
+        #: serves only a run that never had another (a task of a recording that stopped
+        #: must not be taken for one of the remaining recording's).
+        self._joined = 0
+        #: (Several recordings) the current batch in run order, and each recording's
+        #: part of it (the run queue keeps these for the usual case of one).
         self.order: list[Any] = []
-        self.current: list[int] = []
-        self.runs: dict[int, list[int]] | None = None
+        self.runs: dict[int, tuple[int, ...]] | None = None
         self.clock: RecordingClock | None = None
+        #: The pass hook (hooks.PassHook, compiled or not), while installed.
+        self.hook: Any = None
         self._runner: Any = None
         self._runq: RecordingRunq | None = None
         self._saved: tuple[Any, Any, Any] | None = None
@@ -275,13 +208,21 @@ class RecordingScheduler:
             scheduler = cls()
             scheduler._install()
         scheduler.recordings.append(recording)
+        scheduler._joined += 1
         scheduler._subscribed()
         return scheduler
 
     def _subscribed(self) -> None:
-        # The run queue handles the one-recording case itself.
-        if self._runq is not None:
-            self._runq.rec = self.recordings[0] if len(self.recordings) == 1 else None
+        # The pass hook handles the one-recording case itself.
+        if self.hook is not None:
+            self.hook.bind(self.recordings[0] if (
+                len(self.recordings) == 1 and self._joined == 1) else None)
+
+    def _named(self, node: Node) -> None:
+        # A root named outside a spawn (a client's code): numbered by its recording.
+        rec = node.rec
+        if rec in self.recordings:
+            rec.numbering.number(node)
 
     async def _guard(self) -> None:
         # Trio's own parts go back when the run ends, whatever the recordings did.
@@ -304,16 +245,35 @@ class RecordingScheduler:
         self._runner = runner
         self._saved = (runner.runq, runner.clock, _trio_run._r)
         self._coin.seed(_trio_run._r.getrandbits(64))
-        runq = self._runq = RecordingRunq(runner.runq, self)
-        runner.runq = runq
+        # A class of the run's own: its iteration is this run's pass hook.
+        runq_class = type("RecordingRunq", (RecordingRunq,), {"__module__": __name__})
+        runq = self._runq = runq_class(runner.runq)
+        runq.scheduler = self
         testing = _testing()
-        if testing is None or not isinstance(runner.clock, testing.MockClock):
-            # A MockClock stays as it is: Trio's autojump wants it there, and virtual
-            # time does not move while a batch runs.
-            self.clock = runq.clock = RecordingClock(runner.clock)
-            runner.clock = self.clock
+        # A MockClock stays as it is: Trio's autojump wants it there, and virtual time
+        # does not move while a batch runs.
+        wrap = testing is None or not isinstance(runner.clock, testing.MockClock)
+        inner, offset = _reading(runner.clock) if wrap else (None, 0.0)
+        compiled = hooks.native()
+        self.hook = (compiled.PassHook if compiled is not None else hooks.PassHook)(
+            runq=runq, many=self._batch_many, coin=self._coin.random, keep=self._keep,
+            trio_run=_trio_run, inner=inner, offset=offset, virtual_now=trio.current_time,
+            trio_state=_GLOBAL.__dict__, track=TRACK, nobody=NOBODY,
+            ctx_get=contextvars.Context.get, chunk_items=CHUNK_ITEMS,
+            task_type=trio.lowlevel.Task, node_type=Node, numbering_type=Numbering)
+        setattr(runq_class, "__iter__", self.hook)  # noqa: B010 - a class slot, set late
+        runner.runq = runq
+        if wrap:
+            self.clock = runner.clock = RecordingClock(runner.clock, self.hook)
         _trio_run._r = self._keep
-        trio.lowlevel.add_instrument(self._exits)
+        if compiled is not None:
+            # The same naming, in C (the instance's attribute, which Trio calls).
+            self._naming.task_spawned = compiled.SpawnHook(  # type: ignore[method-assign]
+                track=TRACK, nobody=NOBODY, ctx_get=contextvars.Context.get,
+                root=self._naming.root, task_type=trio.lowlevel.Task, node_type=Node,
+                numbering_type=Numbering).task_spawned
+        trio.lowlevel.add_instrument(self._naming)
+        NAMER.set(self._named)
         trio.lowlevel.spawn_system_task(self._guard, name="mcpactor-recording-guard")
 
     def _uninstall(self) -> None:
@@ -329,51 +289,50 @@ class RecordingScheduler:
         _trio_run._r = coin
         self._saved = None
         self._runq = None
+        if self.hook is not None:
+            self.hook.bind(None)
+            self.hook = None
         with contextlib.suppress(KeyError, RuntimeError):
-            trio.lowlevel.remove_instrument(self._exits)
+            trio.lowlevel.remove_instrument(self._naming)
+        with contextlib.suppress(LookupError, RuntimeError):
+            NAMER.set(_no_namer)
 
-    # -- the hook (the one-recording case is RecordingRunq.__iter__) ----------------------
+    # -- the hook (the one-recording case is the PassHook's own) --------------------------
 
     def _batch_many(self, tasks: list[Any]) -> list[Any]:
         # Several recordings in one run (a server's and a client's), or none left.
         # Returns the batch in run order.
         recordings = self.recordings
         runs: dict[Any, list[int]] = {}
-        new: dict[Any, dict[int, Any]] = {}
         for task in tasks:
-            node = task.context.get(TRACK)
-            if node is None:
-                continue
-            if node.task is not task:
-                node = classify(task)
-                if node is None:
-                    continue
+            node = task.context.get(TRACK, NOBODY)
             rec = node.rec
-            if rec is None or rec not in recordings:
-                continue  # not recorded, or a recording that has stopped
-            if not node.id:
-                node.id = rec.next_id()
-                parent = node.parent
-                new.setdefault(rec, {})[node.id] = (
-                    node.name if parent is None else (parent.id, node.ordinal))
-            runs.setdefault(rec, []).append(node.id)
+            if not node.id or rec not in recordings:
+                continue  # not followed, or a recording that has stopped
+            run = runs.get(rec)
+            if run is None:
+                run = runs[rec] = []
+            run.append(node.id)
         if self._coin.random() < 0.5:
             tasks.reverse()
             for run in runs.values():
                 run.reverse()
         self.order = tasks
-        self.runs = {id(rec): run for rec, run in runs.items()}
-        clock = self.clock
+        done = self.runs = {id(rec): tuple(run) for rec, run in runs.items()}
+        hook = self.hook
         if runs:
-            now = clock.now if clock is not None else trio.current_time()
-            for rec, run in runs.items():
-                rec.log((0, None, None, "sched", now, run, new.get(rec)))
-        if clock is not None:
-            clock.fresh = True
+            now = hook.now
+            for rec in runs:
+                new = rec.numbering.new
+                names = tuple(new) if new else None
+                new.clear()
+                rec._events.extend((0, None, None, "sched", now, done[id(rec)], names))
+        hook.fresh = True
         if _trio_run._ALLOW_DETERMINISTIC_SCHEDULING:
             self._keep.planned = tasks[::-1]
         for rec in recordings:
-            rec.after_batch()
+            if len(rec._events) >= CHUNK_ITEMS:
+                rec.handoff()
         return tasks
 
     def position(self, recording: Any) -> tuple[int, int]:
@@ -382,8 +341,13 @@ class RecordingScheduler:
         this one (for actions of unfollowed tasks that a replay must repeat there)."""
         seq, run = latest_sched(recording)
         runs = self.runs
-        now = runs.get(id(recording)) if runs is not None else (
-            self.current if self._runq is not None and self._runq.rec is recording else None)
+        hook = self.hook
+        if runs is not None:
+            now, order = runs.get(id(recording)), self.order
+        elif hook is not None and hook.rec is recording:
+            now, order = hook.current, hook.order
+        else:
+            now, order = None, []
         if run is None or now is not run:
             # This pass ran none of the recording's tasks: after its latest record.
             return seq, 0 if run is None else len(run)
@@ -392,26 +356,39 @@ class RecordingScheduler:
         except RuntimeError:
             return seq, 0
         done = 0
-        for task in self.order:
+        for task in order:
             if task is me:
                 break
-            node = task.context.get(TRACK)
-            if node is not None and node.rec is recording and node.id:
+            node = task.context.get(TRACK, NOBODY)
+            if node.rec is recording and node.id:
                 done += 1
         return seq, done
 
 
-def latest_sched(recording: Any) -> tuple[int, list[int] | None]:
+def _no_namer(node: Node) -> None:
+    """The run's recordings have stopped: nothing numbers new tasks."""
+
+
+def latest_sched(recording: Any) -> tuple[int, tuple[int, ...] | None]:
     """The seq and run of ``recording``'s latest ``sched`` record ((0, None) before its
     first): among the records it has not handed on, else the one it kept at the last
     hand-over (``_last_sched``)."""
-    events = recording._events
-    for i in range(len(events) - 1, -1, -1):
-        ev = events[i]
-        if ev[3] == "sched" and ev[0] == 0:
-            return recording._base + i + 1, ev[5]
-    last: tuple[int, list[int] | None] = getattr(recording, "_last_sched", (0, None))
+    found = last_sched_in(recording._events)
+    if found is not None:
+        i, run = found
+        return recording._base + i + 1, run
+    last: tuple[int, tuple[int, ...] | None] = getattr(recording, "_last_sched", (0, None))
     return last
+
+
+def last_sched_in(events: list[Any]) -> tuple[int, tuple[int, ...]] | None:
+    """The index (in records) and run of the last ``sched`` record of a flat buffer."""
+    kinds = events[3::WIDTH]
+    for i in range(len(kinds) - 1, -1, -1):
+        if kinds[i] == "sched" and events[i * WIDTH] == 0:
+            run: tuple[int, ...] = events[i * WIDTH + 5]
+            return i, run
+    return None
 
 
 def _testing() -> Any:

@@ -18,7 +18,7 @@ the first.
 The sink's input is a stream of frames: a type byte, a channel number and a length
 (:data:`FRAME`), then the body. ``O`` opens a channel (a JSON spec), ``C`` carries a
 chunk (``marshal`` of ``(first_seq, events)``), ``S`` says a session ended (its id),
-``E`` ends the channel. The sink's one answer, on its stdout, is ``E <channel>`` once a
+``E`` ends the channel (a chunk's events are flat, :data:`~.tracer.WIDTH` items each). The sink's one answer, on its stdout, is ``E <channel>`` once a
 channel's files are complete: the end of a recording may wait for it (asynchronously,
 see :mod:`.sinkclient`); nothing else does.
 """
@@ -39,6 +39,7 @@ import orjson
 
 from mcpactor.tracing.encode import encode_events, to_event
 from mcpactor.tracing.redact import Redactor
+from mcpactor.tracing.tracer import WIDTH
 
 __all__ = ["FRAME", "MemoryFiles", "SinkCore", "main"]
 
@@ -188,11 +189,15 @@ class SinkCore:
 
     # -- input --------------------------------------------------------------------------
 
-    def chunk(self, first_seq: int, events: list[Any]) -> None:
-        """Encode and write ``events``, numbered from ``first_seq`` (whole-process) or
-        within each file (per session)."""
-        if not events:
+    def chunk(self, first_seq: int, flat: list[Any]) -> None:
+        """Encode and write the records of ``flat`` (a recorder's buffer: WIDTH items a
+        record), numbered from ``first_seq`` (whole-process) or within each file (per
+        session)."""
+        if not flat:
             return
+        if len(flat) % WIDTH:
+            raise ValueError(f"a chunk of {len(flat)} items is not whole records of {WIDTH}")
+        events = list(zip(*[iter(flat)] * WIDTH, strict=True))
         records = [to_event(self._named(e) if e[3] == "sched" and e[6] else e,
                             first_seq + i, self.origin) for i, e in enumerate(events)]
         if not self.split:
@@ -248,15 +253,14 @@ class SinkCore:
 
     def _named(self, event: Any) -> Any:
         # The recording names a new task by its parent's number and its place among the
-        # parent's children; the file says its whole name.
+        # parent's children, three items a task (number, parent or None, ordinal or a
+        # root's name: tasks.Numbering); the file says its whole name.
         names = self._names
         new: dict[int, str] = {}
-        for tid, spec in event[6].items():
-            if isinstance(spec, str):
-                name = spec
-            else:
-                parent, ordinal = spec
-                name = f"{names.get(parent, f'#{parent}')}/{ordinal}"
+        flat = event[6]
+        for i in range(0, len(flat), 3):
+            tid, parent, spec = flat[i], flat[i + 1], flat[i + 2]
+            name = spec if parent is None else f"{names.get(parent, f'#{parent}')}/{spec}"
             new[tid] = names[tid] = name
         return (*event[:6], new)
 

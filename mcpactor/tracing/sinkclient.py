@@ -49,6 +49,7 @@ from mcpactor.tracing.sink import (
     MemoryFiles,
     SinkCore,
 )
+from mcpactor.tracing.tracer import WIDTH
 
 __all__ = [
     "MAX_BACKLOG_BYTES",
@@ -88,15 +89,15 @@ def writer_mode(requested: str | None) -> str:
 
 
 def _marshalable(events: list[Any]) -> list[Any]:
-    # Events marshal cannot carry (objects of other classes) with those values as text,
-    # as the encoder would write them anyway.
+    # Values marshal cannot carry (objects of other classes) as text, as the encoder
+    # would write them anyway.
     out: list[Any] = []
-    for e in events:
+    for v in events:
         try:
-            marshal.dumps(e)
+            marshal.dumps(v)
         except ValueError:
-            e = tuple(_plain(v) for v in e)
-        out.append(e)
+            v = _plain(v)
+        out.append(v)
     return out
 
 
@@ -133,7 +134,7 @@ class _Backlog:
         marker = (0, None, None, "trace_truncated", self._first, self._pending,
                   "the trace writer fell behind")
         self._first, self._pending = None, 0
-        return [marker, *events]
+        return [*marker, *events]
 
 
 class MemoryOutput:
@@ -188,8 +189,8 @@ class ThreadOutput:
         """Queue ``events`` (never waits; ``last``: whatever the backlog)."""
         if self._closed:
             return
-        if self._queued + len(events) > MAX_BACKLOG_EVENTS and not last:
-            self._backlog.drop(first_seq, len(events))
+        if self._queued + len(events) > MAX_BACKLOG_EVENTS * WIDTH and not last:
+            self._backlog.drop(first_seq, len(events) // WIDTH)
             return
         events = self._backlog.mark(events)
         self._queued += len(events)
@@ -480,7 +481,7 @@ class ProcessOutput:
             self._fallback.submit(first_seq, events)
             return
         if self._sink.backlog > MAX_BACKLOG_BYTES and not last:
-            self._backlog.drop(first_seq, len(events))
+            self._backlog.drop(first_seq, len(events) // WIDTH)
             return
         events = self._backlog.mark(events)
         try:

@@ -6,17 +6,23 @@ request) and every task those spawn, however deep (a handler's own nursery inclu
 The transports' tasks (an HTTP connection, a WebSocket's reader, the trace writer's
 own) are not followed: a replay puts a replay transport in their place.
 
-Identity is a :class:`Node` held in a context variable. Trio copies the spawning task's
-context into every new task, so a child first carries its parent's node; the first time
-the scheduler hook sees the child (:func:`classify`), it gets a node of its own, named
-after its parent and the order in which the parent spawned it (``<sid>/3/1``: the first
-task spawned by the third task the session's supervisor spawned). That order is
-deterministic in a replay that runs the same steps in the same order, so the same task
-gets the same name live and replayed. A root (a session's supervisor) is named by the
-code that starts it (:func:`spawn_root`): the session id.
+Identity is a :class:`Node` held in a context variable (:data:`TRACK`). A task is named
+when it is spawned (:class:`Naming`, a Trio instrument the recording's scheduler and the
+replay's install): Trio copies the spawning task's context
+into the new task, so at that moment the new task carries its spawner's node; it gets a
+node of its own, named after the spawner and the order in which the spawner started its
+followed tasks (``<sid>/3/1``: the first task spawned by the third task the session's
+supervisor spawned). That order is deterministic in a replay that runs the same steps
+in the same order, so the same task gets the same name live and replayed. A root (a
+session's supervisor) is named by the code that starts it (:func:`spawn_root`): the
+session id; a client's code names the task it runs in (:func:`follow_current`).
 
-Pure bookkeeping on top of :mod:`contextvars`; the scheduler hooks that call
-:func:`classify` live in :mod:`mcpactor.tracing.schedule` and the replayer.
+Every followed task's context holds its own node from its first step on, and an
+unfollowed task's holds :data:`NOBODY` (or nothing: the default): the scheduler hooks
+read a batch's task numbers straight from the contexts, without a Python call per task.
+
+Bookkeeping on top of :mod:`contextvars`; the scheduler hooks that install
+:class:`Naming` live in :mod:`mcpactor.tracing.schedule` and the replayer.
 """
 
 from __future__ import annotations
@@ -29,46 +35,43 @@ from typing import Any
 import trio
 
 __all__ = [
-    "DONE", "TRACK", "Node", "classify", "current_node", "spawn_root", "untracked",
+    "NAMER", "NOBODY", "TRACK", "Naming", "Node", "Numbering", "current_node", "follow_current",
+    "spawn_root", "untracked",
 ]
-
-#: What a node's ``task`` becomes once the task has finished (the recording scheduler
-#: marks it, so that the task and its node do not keep each other alive).
-DONE: Any = object()
 
 
 class Node:
-    """One followed task: who it is, the task once known, and its spawn counter.
+    """One followed task: who it is, its number, its spawn counter.
 
     A root is named by the code that starts it; any other task is the ``ordinal``-th
-    child of its ``parent`` (its :attr:`name`, ``parent/ordinal``, is built when asked).
-    ``rng``: the task's own :mod:`random` stream, made on its first draw
-    (:mod:`mcpactor.tracing.entropy`); ``id``: the number its recording gave it.
+    followed child of its ``parent`` (its :attr:`name`, ``parent/ordinal``, is built
+    when asked). ``rec``: the recording (or replay) that follows it; ``id``: the number
+    that recording gave it (0: none); ``rng``: the task's own :mod:`random` stream,
+    made on its first draw (:mod:`mcpactor.tracing.entropy`); ``muted``: the task is
+    inside a transport's receive or send, which a replay replaces — its clock and
+    entropy reads there are the transport's, not the session's, and are not logged,
+    and the tasks it spawns (a transport's own) are not followed; ``pending``: a root
+    made for a task not spawned yet (:func:`spawn_root`).
+
+    The compiled spawn hook (``mcpactor.tracing._hooks``) fills the slots of the nodes
+    it makes directly: a slot added here is one it must fill too.
     """
 
-    __slots__ = ("_io", "_name", "id", "kids", "muted", "ordinal", "parent", "real", "rec",
-                 "rng", "session", "task")
+    __slots__ = ("_name", "id", "kids", "muted", "ordinal", "parent", "pending", "rec", "rng")
 
-    def __init__(self, name: str | None, session: str, task: Any = None, rec: Any = None,
-                 parent: Node | None = None, ordinal: int = 0) -> None:
+    def __init__(self, name: str | None, rec: Any = None, parent: Node | None = None,
+                 ordinal: int = 0) -> None:
         self._name = name
-        self.parent = parent
-        self.ordinal = ordinal
-        self.session = session
-        self.task = task
         #: The recording the task belongs to (its session's tracer): a run may hold
         #: several (a server's and a client's), each following its own tasks.
         self.rec = rec
+        self.parent = parent
+        self.ordinal = ordinal
         self.kids = 0
         self.id = 0
         self.rng: Any = None
-        #: True for the node a task carries while it is inside a transport's receive or
-        #: send (:meth:`io`), which a replay replaces: its clock and entropy reads there
-        #: are the transport's, not the session's, and are not logged.
         self.muted = False
-        #: (An :meth:`io` node) the task's own node.
-        self.real: Node | None = None
-        self._io: Node | None = None
+        self.pending = False
 
     @property
     def name(self) -> str:
@@ -79,101 +82,128 @@ class Node:
             name = self._name = f"{self.parent.name}/{self.ordinal}"
         return name
 
-    def io(self) -> Node:
-        """This task as it is while inside a transport: the same task (same name and
-        number, so its steps there are recorded as its own), but its reads are not
-        logged and the tasks it spawns (a transport's own) are not followed."""
-        if self.real is not None:
-            return self
-        io = self._io
-        if io is None:
-            io = self._io = Node(self._name, self.session, self.task, self.rec, self.parent,
-                                 self.ordinal)
-            io.real = self
-            io.muted = True
-        io.id = self.id
-        return io
-
-    def lend(self, spare: Node) -> Node:
-        """This task as :meth:`io` makes it, written into ``spare``, a node the caller
-        keeps and reuses: for code that enters a transport from many short-lived tasks,
-        one at a time (a session's writes: whoever writes holds the write token), where
-        :meth:`io` would make a node per task. Returns this node if it is already an io
-        node."""
-        if self.real is not None:
-            return self
-        spare._name = self._name
-        spare.parent = self.parent
-        spare.ordinal = self.ordinal
-        spare.task = self.task
-        spare.rec = self.rec
-        spare.id = self.id
-        spare.real = self
-        spare.muted = True
-        spare.rng = None
-        return spare
-
     def __repr__(self) -> str:
         return f"Node({self.name!r})"
 
 
-#: The node of the task running now (or of its parent, until the hook has seen it).
-TRACK: contextvars.ContextVar[Node | None] = contextvars.ContextVar("mcpactor_track", default=None)
+#: What an unfollowed task carries: no number (the hooks map every task to a node's
+#: ``id`` in C, so the value is never None).
+NOBODY = Node("-")
+
+#: The node of the task running now (NOBODY for a task the trace does not follow).
+TRACK: contextvars.ContextVar[Node] = contextvars.ContextVar("mcpactor_track", default=NOBODY)
+
+#: Who numbers the followed tasks of the current Trio run (the recording's scheduler;
+#: a replay numbers them by name when it first sees them): called with a root named
+#: outside a spawn (:func:`follow_current`).
+NAMER: trio.lowlevel.RunVar[Callable[[Node], None]] = trio.lowlevel.RunVar("mcpactor_namer")
 
 
-def classify(task: Any) -> Node | None:
-    """The node of ``task``, giving it one of its own the first time it is seen; None for
-    a task the trace does not follow. Called by the scheduler hooks for every runnable
-    task, in the order the tasks became runnable, which for new tasks is spawn order."""
-    node = task.context.get(TRACK)
-    if node is None:
-        return None
-    real = node.real
-    if real is not None:
-        if node.task is task:
-            return real  # a followed task, inside a transport
-        # Spawned by a transport from inside a followed task: the transport's own.
-        task.context.run(TRACK.set, None)
-        return None
-    if node.task is task:
-        return node
-    if node.task is None:
-        # A root made by spawn_root(): its first step.
-        node.task = task
-        return node
-    node.kids += 1
-    child = Node(None, node.session, task, node.rec, node, node.kids)
-    task.context.run(TRACK.set, child)
-    return child
+class Numbering:
+    """A recording's task numbers: the last one given, and the names of those given since
+    the last ``sched`` record, flat, three items each: the number, then the parent's
+    number and the ordinal, or None and a root's name. (Flat numbers and strings: until
+    the records are handed on, the garbage collector has no container to follow.)"""
+
+    __slots__ = ("last", "new")
+
+    def __init__(self) -> None:
+        self.last = 0
+        self.new: list[Any] = []
+
+    def number(self, node: Node) -> None:
+        """Give ``node`` (a root, or a child named outside :class:`Naming`) a number."""
+        self.last += 1
+        node.id = self.last
+        parent = node.parent
+        if parent is None:
+            self.new.extend((self.last, None, node.name))
+        else:
+            self.new.extend((self.last, parent.id, node.ordinal))
+
+
+class Naming(trio.abc.Instrument):
+    """Names every spawned task the trace follows, in spawn order: the scheduler hooks
+    of a recording and of a replay each install one.
+
+    Trio copies the spawning task's context into the new task, so when Trio reports the
+    spawn the new task carries its spawner's node: a pending root (:func:`spawn_root`)
+    becomes the new task's; a muted spawner's child (a transport's task) is not
+    followed; any other followed spawner's child gets a node of its own, named
+    ``<spawner>/<n>`` for the spawner's n-th followed child. ``numbered``: a recording
+    numbers each new node at once, from its node's recording's :class:`Numbering`
+    (``rec.numbering``); a replay numbers them by name when it first sees them.
+    """
+
+    def __init__(self, *, numbered: bool) -> None:
+        self.numbered = numbered
+
+    def task_spawned(self, task: Any) -> None:
+        """Trio's hook: ``task`` was just spawned (by the running task)."""
+        context = task.context
+        node = context.get(TRACK, NOBODY)
+        if not node.id:
+            if node.pending:
+                self.root(node)
+            return  # an unfollowed spawner: its children inherit NOBODY (or its node)
+        if node.muted:
+            context.run(TRACK.set, NOBODY)
+            return
+        kids = node.kids = node.kids + 1
+        rec = node.rec
+        child = Node(None, rec, node, kids)
+        context.run(TRACK.set, child)
+        if self.numbered:
+            numbering = rec.numbering
+            tid = child.id = numbering.last = numbering.last + 1
+            numbering.new.extend((tid, node.id, kids))
+
+    def root(self, node: Node) -> None:
+        """A root made by :func:`spawn_root` becomes the new task's."""
+        node.pending = False
+        if self.numbered and node.rec is not None:
+            node.rec.numbering.number(node)
 
 
 def current_node() -> Node | None:
-    """The node of the running task, if the trace follows it (and the hook has seen it)."""
+    """The node of the running task (or of the task whose worker thread this is), if the
+    trace follows it."""
     node = TRACK.get()
-    if node is None:
-        return None
-    try:
-        task = trio.lowlevel.current_task()
-    except RuntimeError:
-        return None
-    return node if node.task is task else None
+    return node if node.id else None
 
 
 def spawn_root(
-    nursery: trio.Nursery, name: str, session: str, fn: Callable[..., Awaitable[Any]], *args: Any,
+    nursery: trio.Nursery, name: str, fn: Callable[..., Awaitable[Any]], *args: Any,
     rec: Any = None,
 ) -> None:
     """Start ``fn(*args)`` as a followed root task named ``name`` (a session's supervisor)
     of the recording ``rec``.
 
-    The node rides in the context the new task copies; the caller's own context is left
-    as it was.
+    The node rides in the context the new task copies, where the spawn instrument
+    (:class:`Naming`) finds it; the caller's own context is left as it was.
     """
-    token = TRACK.set(Node(name, session, rec=rec))
+    node = Node(name, rec)
+    node.pending = True
+    token = TRACK.set(node)
     try:
         nursery.start_soon(fn, *args, name=f"mcpactor:{name}")
     finally:
+        node.pending = False
         TRACK.reset(token)
+
+
+def follow_current(name: str, rec: Any) -> contextvars.Token[Node]:
+    """Follow the running task from now on, as a root named ``name`` (a client's code,
+    which runs in its caller's task); returns the token that puts its node back
+    (``TRACK.reset``)."""
+    node = Node(name, rec)
+    token = TRACK.set(node)
+    try:
+        namer = NAMER.get()
+    except (LookupError, RuntimeError):
+        return token
+    namer(node)
+    return token
 
 
 @contextmanager
@@ -181,7 +211,7 @@ def untracked() -> Iterator[None]:
     """Tasks spawned inside this block are not followed even when the spawning task is:
     for transport machinery started from a session's task (an HTTP answer), which a
     replay replaces."""
-    token = TRACK.set(None)
+    token = TRACK.set(NOBODY)
     try:
         yield
     finally:

@@ -1,10 +1,11 @@
 """Running a recorded schedule again: the followed tasks take their steps in the recorded
 order, at the recorded clock readings.
 
-The mirror image of :mod:`mcpactor.tracing.schedule`. The run queue's hook sees every
-pass's batch: it names new tasks exactly as the recording did
-(:func:`~mcpactor.tracing.tasks.classify`: spawn order), and lets a followed task run
-only when it is the next step of the recorded schedule. A task that became runnable
+The mirror image of :mod:`mcpactor.tracing.schedule`. The same instrument names new
+tasks exactly as the recording did (:class:`~mcpactor.tracing.tasks.Naming`, in spawn
+order); the run queue's hook sees every pass's batch, numbers each new task as the
+recording's task of that name, and lets a followed task run only when it is the next
+step of the recorded schedule. A task that became runnable
 earlier is held back (kept out of Trio's queue, with the value it was woken with) until
 its turn; a task that is parked in the replay transport (:meth:`Scheduler.park`, for the
 times the live transport yielded) is woken when its turn comes. Tasks the recording
@@ -28,7 +29,7 @@ from typing import Any
 import trio
 
 from mcpactor.tracing.schedule import KeepOrder
-from mcpactor.tracing.tasks import TRACK, Node, classify
+from mcpactor.tracing.tasks import NOBODY, TRACK, Naming, Node
 
 from ..trace import Trace
 
@@ -89,8 +90,8 @@ class ReplayClock(trio.abc.Clock):
             return s.loop_now()
         if s.clock_reads:
             # A recording that logged each reading of Trio's clock (an early one): those.
-            node = task.context.get(TRACK)
-            if node is not None and node.task is task and not node.muted and not s.free:
+            node = task.context.get(TRACK, NOBODY)
+            if node.id and not node.muted and not s.free:
                 value = s.read(node, "clock")
                 if value is not MISSING:
                     return float(value)
@@ -175,6 +176,9 @@ class Scheduler:
         self._runner: Any = None
         self._saved: tuple[Any, Any] | None = None
         self._keep = KeepOrder()
+        self._naming = Naming(numbered=False)
+        # Nodes whose names the recording does not have (looked up once).
+        self._unknown: set[int] = set()
 
     def _place(self, index: dict[int, int], seq: int, k: int) -> tuple[int, int]:
         # "After step k of record seq", as the cursor sees it: after a record's last
@@ -198,6 +202,7 @@ class Scheduler:
         self._saved = (runner.runq, _trio_run._r)
         runner.runq = _StepRunq(runner.runq, self)
         _trio_run._r = self._keep
+        trio.lowlevel.add_instrument(self._naming)
 
     def uninstall(self) -> None:
         """Give Trio its queue and coin back (everything held runs freely)."""
@@ -212,6 +217,10 @@ class Scheduler:
         runner.runq = runq
         _trio_run._r = coin
         self._saved = None
+        try:
+            trio.lowlevel.remove_instrument(self._naming)
+        except (KeyError, RuntimeError):
+            pass
 
     # -- the cursor ---------------------------------------------------------------------
 
@@ -289,8 +298,8 @@ class Scheduler:
     async def park(self) -> None:
         """One yield of a live transport: wait until this task's next recorded step."""
         task = trio.lowlevel.current_task()
-        node = task.context.get(TRACK)
-        if self.free or node is None or node.task is not task:
+        node = task.context.get(TRACK, NOBODY)
+        if self.free or not node.id:
             await trio.lowlevel.checkpoint()
             return
         tid = node.id
@@ -302,27 +311,36 @@ class Scheduler:
 
         await trio.lowlevel.wait_task_rescheduled(abort)
 
-    # -- the hook -----------------------------------------------------------------------
+    # -- the hooks ----------------------------------------------------------------------
+
+    def _number(self, node: Node, task: Any) -> bool:
+        """A followed task seen for the first time (spawned, or a client's code): it is
+        the recorded task of its name (a task the recording does not have is a
+        divergence). Whether it is one."""
+        key = id(node)
+        if key in self._unknown:
+            return False
+        tid = self.ids.get(node.name)
+        if tid is None:
+            self._unknown.add(key)
+            if not self.free:
+                self.diverge(f"the replay started a task the recording does not "
+                             f"have: {node.name} ({_where(task)})")
+            return False
+        node.id = tid
+        self.tasks[tid] = task
+        return True
 
     def batch(self, tasks: list[Any], runq: deque[Any]) -> list[Any]:
         """One pass: the tasks Trio found runnable (oldest first); returns the batch in
         the order Trio pops it."""
         free: list[Any] = []
         for task in tasks:
-            node = classify(task)
-            if node is None:
+            node = task.context.get(TRACK, NOBODY)
+            if not node.id and (node is NOBODY or node.pending
+                                or not self._number(node, task)):
                 free.append(task)
                 continue
-            if not node.id:
-                tid = self.ids.get(node.name)
-                if tid is None:
-                    if not self.free:
-                        self.diverge(f"the replay started a task the recording does not "
-                                     f"have: {node.name} ({_where(task)})")
-                    free.append(task)
-                    continue
-                node.id = tid
-                self.tasks[tid] = task
             if self.free:
                 free.append(task)
             else:

@@ -16,7 +16,7 @@ from replay_support import RACE_SERVER
 
 from mcpactor.entrypoint import load_entry_point
 from mcpactor.tracing import REDACTED, MemoryRecorder, Recorder, Redactor, TraceHeader
-from mcpactor.tracing.tracer import EncodedMessage
+from mcpactor.tracing.tracer import EncodedMessage, pad
 
 SECRET = "s3cr3t-Xq9"
 
@@ -112,7 +112,7 @@ def test_event_times_are_whole_nanoseconds_in_at_most_nine_decimals(tmp_path: Pa
         rec = Recorder(TraceHeader(role="server", transport="x"), path)
         async with rec.recording():
             for i in range(300):
-                rec.log((rec.clock(), "s", "reader", "tick", {"i": i}))
+                rec.log(pad((rec.clock(), "s", "reader", "tick", {"i": i})))
                 if i % 50 == 0:
                     await trio.sleep(0.001)
 
@@ -131,10 +131,11 @@ def test_recording_with_trios_own_clock_does_not_import_trio_testing(tmp_path: P
     code = (
         "import sys, trio\n"
         "from mcpactor.tracing import Recorder, TraceHeader\n"
+        "from mcpactor.tracing.tracer import pad\n"
         "async def main():\n"
         f"    r = Recorder(TraceHeader(role='server', transport='x'), {str(tmp_path / 'x.jsonl')!r})\n"
         "    async with r.recording():\n"
-        "        r.log((r.clock(), 's', 'reader', 'tick', {}))\n"
+        "        r.log(pad((r.clock(), 's', 'reader', 'tick', {})))\n"
         "trio.run(main)\n"
         "assert 'trio.testing' not in sys.modules, 'imported'\n"
     )
@@ -191,9 +192,9 @@ def test_memory_recorder_redacts_and_never_raises_on_odd_data() -> None:
     async def main() -> list[dict[str, Any]]:
         rec = MemoryRecorder()
         async with rec.recording():
-            rec.log((rec.clock(), "s", "reader", "message_in",
-                     EncodedMessage(b'{"token":"abc"}'), 1))
-            rec.log((rec.clock(), "s", "reader", "custom", {"obj": object(), "password": "pw"}))
+            rec.log(pad((rec.clock(), "s", "reader", "message_in",
+                     EncodedMessage(b'{"token":"abc"}'), 1)))
+            rec.log(pad((rec.clock(), "s", "reader", "custom", {"obj": object(), "password": "pw"})))
         return [e for e in rec.events() if e["kind"] not in ("sched", "read")]
 
     events = trio.run(main)
@@ -210,12 +211,12 @@ def test_a_file_recording_writes_everything_and_its_end_waits_for_it(
         rec = Recorder(TraceHeader(role="server", transport="x"), path, writer=writer)
         async with rec.recording():
             for i in range(5000):
-                rec.log((rec.clock(), "s", "writer", "message_out",
-                         EncodedMessage(b'{"i":%d}' % i), None, 1))
+                rec.log(pad((rec.clock(), "s", "writer", "message_out",
+                         EncodedMessage(b'{"i":%d}' % i), None, 1)))
                 if i % 1000 == 0:
                     await trio.lowlevel.checkpoint()
         assert rec.writer == writer and rec.lost == 0
-        rec.log((rec.clock(), "s", "writer", "late", {}))  # ignored after the end
+        rec.log(pad((rec.clock(), "s", "writer", "late", {})))  # ignored after the end
 
     trio.run(main)
     lines = [orjson.loads(x) for x in path.read_bytes().splitlines()]

@@ -18,7 +18,7 @@ import trio.testing
 
 from mcpactor.tracing import REDACTED, MemoryRecorder, Recorder, Rotation, TraceHeader, sinkclient
 from mcpactor.tracing.sinkclient import DEFAULT_WRITER, writer_mode
-from mcpactor.tracing.tracer import EncodedMessage
+from mcpactor.tracing.tracer import EncodedMessage, pad
 
 SECRET = "tok-8f2kQz91"
 
@@ -55,7 +55,7 @@ def _record(rec: Recorder, events: list[tuple[Any, ...]]) -> None:
     async def main() -> None:
         async with rec.recording():
             for i, e in enumerate(events):
-                rec.log((rec.clock(), *e))
+                rec.log(pad((rec.clock(), *e)))
                 if i % 100 == 0:
                     await trio.lowlevel.checkpoint()
 
@@ -104,7 +104,7 @@ def test_a_killed_sink_costs_a_marked_gap_and_the_recording_goes_on(tmp_path: Pa
     async def main() -> None:
         async with rec.recording():
             for i in range(3000):
-                rec.log((rec.clock(), "s", "writer", "message_out", b'{"i":%d}' % i, i, 1))
+                rec.log(pad((rec.clock(), "s", "writer", "message_out", b'{"i":%d}' % i, i, 1)))
                 if i == 1000:
                     rec.handoff()
                     await trio.sleep(0.2)  # the sink has written the first thousand
@@ -114,7 +114,7 @@ def test_a_killed_sink_costs_a_marked_gap_and_the_recording_goes_on(tmp_path: Pa
                     sink.proc.wait()
                 if i % 100 == 0:
                     await trio.lowlevel.checkpoint()
-            rec.log((rec.clock(), "s", "reader", "custom", {"password": "after-the-death"}))
+            rec.log(pad((rec.clock(), "s", "reader", "custom", {"password": "after-the-death"})))
 
     trio.run(main)
     assert rec.writer == "thread"  # it fell back to a writer thread of this process
@@ -144,24 +144,24 @@ def test_a_stopped_sink_never_makes_the_loop_wait(
 
     async def main() -> None:
         async with rec.recording():
-            rec.log((rec.clock(), "s", "reader", "tick", {}))
+            rec.log(pad((rec.clock(), "s", "reader", "tick", {})))
             rec.handoff()
             sink = sinkclient._sink
             assert sink is not None
             os.kill(sink.proc.pid, signal.SIGSTOP)
             try:
-                pad = b"x" * 2000
+                filler = b"x" * 2000
                 for i in range(4000):
                     began = time.perf_counter()
-                    blob = b'{"pad":"%s","i":%d}' % (pad, i)  # each its own bytes
-                    rec.log((rec.clock(), "s", "writer", "message_out", blob, i, 1))
+                    blob = b'{"pad":"%s","i":%d}' % (filler, i)  # each its own bytes
+                    rec.log(pad((rec.clock(), "s", "writer", "message_out", blob, i, 1)))
                     if i % 50 == 0:
                         rec.handoff()
                         await trio.lowlevel.checkpoint()
                     worst[0] = max(worst[0], time.perf_counter() - began)
             finally:
                 os.kill(sink.proc.pid, signal.SIGCONT)
-            rec.log((rec.clock(), "s", "writer", "message_out", b'{"last":1}', None, 1))
+            rec.log(pad((rec.clock(), "s", "writer", "message_out", b'{"last":1}', None, 1)))
 
     trio.run(main)
     assert worst[0] < 0.05, worst
@@ -180,9 +180,9 @@ def test_one_file_per_session_keeps_each_sessions_schedule(tmp_path: Path) -> No
         async with rec.recording():
             for i in range(30):
                 sid = f"s{i % 3}"
-                rec.log((0, None, None, "sched", 10.0 + i, [1 + i % 3],
-                         {1 + i % 3: sid} if i < 3 else None))
-                rec.log((rec.clock(), sid, "reader", "tick", {"i": i}))
+                rec.log(pad((0, None, None, "sched", 10.0 + i, (1 + i % 3,),
+                             (1 + i % 3, None, sid) if i < 3 else None)))
+                rec.log(pad((rec.clock(), sid, "reader", "tick", {"i": i})))
             rec.session_closed("s0")
 
     trio.run(main)
@@ -221,11 +221,12 @@ def test_the_sink_ends_when_its_recording_process_does(tmp_path: Path) -> None:
     code = (
         "import os, trio\n"
         "from mcpactor.tracing import Recorder, TraceHeader\n"
+        "from mcpactor.tracing.tracer import pad\n"
         "from mcpactor.tracing import sinkclient\n"
         f"rec = Recorder(TraceHeader(role='server', transport='x'), {str(path)!r})\n"
         "async def main():\n"
         "    rec.start()\n"
-        "    for i in range(500): rec.log((rec.clock(), 's', 'reader', 'tick', {'i': i}))\n"
+        "    for i in range(500): rec.log(pad((rec.clock(), 's', 'reader', 'tick', {'i': i})))\n"
         "    rec.close()\n"  # no waiting: the process's exit does
         "    print(sinkclient._sink.proc.pid, flush=True)\n"
         "trio.run(main)\n"
