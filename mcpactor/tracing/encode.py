@@ -36,6 +36,8 @@ NO_FREE_TEXT = frozenset({
     "actor_started", "actor_stopped", "progress_dropped", "session_started",
     "transport_opened", "draining", "send_cancelled", "receive_cancelled",
 })
+#: The flat events of a request's handler, whose actor (``handler:<id>``) is not logged.
+HANDLER_KINDS = frozenset({"handler_started", "handler_finished"})
 #: seq, t, session, actor, kind, msg, related, yields.
 _MESSAGE_EVENT_SIZE = 8
 
@@ -45,8 +47,11 @@ def to_event(event: Compact, seq: int, origin: int) -> dict[str, Any]:
     kind = event[3]
     if kind in SCHEDULE_KINDS:
         return _schedule_record(event, seq)
+    actor = event[2]
+    if actor is None and kind in HANDLER_KINDS:
+        actor = f"handler:{event[4]}"  # the flat handler events leave it to be derived
     out: dict[str, Any] = {"seq": seq, "t": (event[0] - origin) / 1e9, "session": event[1],
-                           "actor": event[2], "kind": kind}
+                           "actor": actor, "kind": kind}
     if type(event[4]) is dict:
         # An event's keys as one dict (the places after it unused).
         if any(v is not None for v in event[5:]):

@@ -18,7 +18,9 @@ the first.
 The sink's input is a stream of frames: a type byte, a channel number and a length
 (:data:`FRAME`), then the body. ``O`` opens a channel (a JSON spec), ``C`` carries a
 chunk (``marshal`` of ``(first_seq, events)``), ``S`` says a session ended (its id),
-``E`` ends the channel (a chunk's events are flat, :data:`~.tracer.WIDTH` items each). The sink's one answer, on its stdout, is ``E <channel>`` once a
+``E`` ends the channel (a chunk's events are flat, :data:`~.tracer.WIDTH` items each);
+``P`` is a chunk packed by the compiled hooks (``_hooks.pack``: fewer instructions for
+the recording process than marshal) instead of ``C``'s marshal. The sink's one answer, on its stdout, is ``E <channel>`` once a
 channel's files are complete: the end of a recording may wait for it (asynchronously,
 see :mod:`.sinkclient`); nothing else does.
 """
@@ -45,7 +47,7 @@ __all__ = ["FRAME", "MemoryFiles", "SinkCore", "main"]
 
 #: Frame header: type (1 byte), channel, body length.
 FRAME = struct.Struct("<cII")
-OP_OPEN, OP_CHUNK, OP_SESSION, OP_END = b"O", b"C", b"S", b"E"
+OP_OPEN, OP_CHUNK, OP_PACKED, OP_SESSION, OP_END = b"O", b"C", b"P", b"S", b"E"
 
 
 class _File:
@@ -378,6 +380,9 @@ def serve(inp: IO[bytes], err: IO[str], out: IO[bytes] | None = None) -> None:
             elif op == OP_CHUNK:
                 first_seq, events = marshal.loads(body)
                 cores[channel].chunk(first_seq, events)
+            elif op == OP_PACKED:
+                first_seq, events = _unpack()(body, marshal.loads)
+                cores[channel].chunk(first_seq, events)
             elif op == OP_SESSION:
                 cores[channel].session_closed(body.decode())
             elif op == OP_END:
@@ -396,6 +401,15 @@ def serve(inp: IO[bytes], err: IO[str], out: IO[bytes] | None = None) -> None:
                   f"{type(exc).__name__}: {exc}", file=err, flush=True)
     for core in cores.values():
         core.close()
+
+
+def _unpack() -> Callable[[bytes, Callable[[bytes], Any]], tuple[int, list[Any]]]:
+    # The compiled hooks' decoder: the recording process packs its chunks with them when
+    # it has them, and this process is the same interpreter with the same package.
+    from mcpactor.tracing import _hooks
+
+    unpack: Callable[[bytes, Callable[[bytes], Any]], tuple[int, list[Any]]] = _hooks.unpack
+    return unpack
 
 
 def _read(stream: IO[bytes], n: int) -> bytes | None:

@@ -23,7 +23,7 @@ import orjson
 import trio
 
 from mcpactor.tracing import entropy
-from mcpactor.tracing.tasks import Node
+from mcpactor.tracing.tasks import TaskRef
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 
 from ..compare import Comparison, compare, server_messages
@@ -94,7 +94,7 @@ class VirtualCapture:
         self._seed = str((trace.header.get("seeds") or {}).get("random"))
         self._bytes: dict[int, random.Random] = {}
 
-    def value(self, node: Node, source: str, real: Callable[..., Any], *args: Any) -> Any:
+    def value(self, node: TaskRef, source: str, real: Callable[..., Any], *args: Any) -> Any:
         """What the task read live, while it reads as it did (a task of unchanged code);
         else a value consistent with the virtual clock (or the task's seeded bytes)."""
         recorded = self._scheduler.read(node, source, lenient=True) if node.id else MISSING
@@ -109,18 +109,18 @@ class VirtualCapture:
             return round(wall * 1e9) if source.endswith("_ns") else wall
         return round(now * 1e9) if source.endswith("_ns") else now
 
-    def seed_for(self, node: Node) -> str:
+    def seed_for(self, node: TaskRef) -> str:
         """As the recording's."""
         return f"{self._seed}:{node.name}"
 
-    def thread_plan(self, node: Node) -> str | None:
+    def thread_plan(self, node: TaskRef) -> str | None:
         """Changed code: threads end as they end (the recorded outcome, if any, is
         passed over)."""
         if node.id:
             self._scheduler.take(node, "thread")
         return None
 
-    def thread_done(self, node: Node, outcome: str) -> None:
+    def thread_done(self, node: TaskRef, outcome: str) -> None:
         """Nothing to record."""
 
 

@@ -49,6 +49,9 @@ class ExactMatcher:
         self.trace = trace
         self.events = trace.events
         self.scheduler = scheduler
+        #: The tasks the replay follows (the sessions' spawn_root and a client's code
+        #: number theirs here).
+        self.tasks = scheduler.table
         self.redactor = Redactor(frozenset(trace.header.get("redacted_keys") or ()))
         self._expected = [ev.comparable() for ev in self.events]
         self.next = 0
