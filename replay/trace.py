@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 import orjson
 
+from mcpactor.tracing.encode import dumps, loads
 from mcpactor.tracing.recorder import TRACE_FORMAT, TRACE_FORMAT_VERSION
 
 SUPPORTED_VERSIONS = frozenset({1, TRACE_FORMAT_VERSION})
@@ -109,7 +110,7 @@ def stream_key(actor: str, data: dict[str, Any]) -> str:
     handler task sent the request: it gets one stream per request id.
     """
     if actor == "tracker":
-        return f"tracker:{orjson.dumps(data.get('id')).decode()}"
+        return f"tracker:{dumps(data.get('id')).decode()}"
     return actor
 
 
@@ -257,8 +258,9 @@ def parse_trace(data: bytes, path: Path | None = None, *, require_end: bool = Tr
         if not raw.strip():
             continue
         try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            # Integers past 64 bits (request ids) exact: a replay feeds them back.
+            obj = loads(raw)
+        except ValueError:
             if number == len(lines) and not complete:
                 raise TraceError(f"{name}: truncated: line {number} is cut off") from None
             raise TraceError(f"{name}: line {number} is not valid JSON") from None
@@ -397,6 +399,21 @@ def _event(name: str, number: int, obj: Any, index: int) -> Event:
         raise TraceError(f"{name}: line {number}: missing 'actor' or 'kind'")
     if kind == "message_in" and "msg" not in obj and "raw" not in obj:
         raise TraceError(f"{name}: line {number}: message_in without 'msg' or 'raw'")
+    if "raw_b64" in obj and not _base64(obj["raw_b64"]):
+        raise TraceError(f"{name}: line {number}: 'raw_b64' is not base64")
     if kind == "message_out" and "msg" not in obj:
         raise TraceError(f"{name}: line {number}: message_out without 'msg'")
     return Event(index, seq, float(t), actor, kind, obj)
+
+
+def _base64(value: Any) -> bool:
+    import base64
+    import binascii
+
+    if not isinstance(value, str):
+        return False
+    try:
+        base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
