@@ -275,7 +275,8 @@ def parse_trace(data: bytes, path: Path | None = None, *, require_end: bool = Tr
         kind = obj.get("kind")
         if kind == "trace_truncated":
             first, lost = obj.get("first"), obj.get("lost")
-            if not isinstance(first, int) or first != last_seq + 1:
+            # It follows the last record, or the gap another one declared just before.
+            if not isinstance(first, int) or first not in (last_seq + 1, expect):
                 raise TraceError(f"{name}: line {number}: a trace_truncated record that does "
                                  f"not follow #{last_seq}")
             truncations.append((first, lost if isinstance(lost, int) else None))
@@ -316,8 +317,8 @@ def _check_ends(name: str, events: list[Event], truncations: list[Any]) -> None:
         first, lost = truncations[0]
         how = "an unknown number of" if lost is None else str(lost)
         raise TraceError(
-            f"{name}: the recording lost {how} records from #{first} (its writer fell behind "
-            f"or died): replay what comes before with --until {first - 1}")
+            f"{name}: the recording lost {how} records from #{first} (its writer fell behind, "
+            f"died or could not write): replay what comes before with --until {first - 1}")
     if not events:
         raise TraceError(f"{name}: truncated: the trace has no events")
     open_: dict[str, int] = {}
