@@ -26,6 +26,7 @@ see :mod:`.sinkclient`); nothing else does.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import marshal
 import os
@@ -44,7 +45,7 @@ from mcpactor.tracing.encode import encode_events, to_event
 from mcpactor.tracing.redact import Redactor
 from mcpactor.tracing.tracer import WIDTH
 
-__all__ = ["FRAME", "MemoryFiles", "SinkCore", "chunk_or_declare", "main"]
+__all__ = ["FRAME", "MemoryFiles", "SinkCore", "chunk_or_declare", "claim_trace_file", "main"]
 
 #: Frame header: type (1 byte), channel, body length.
 FRAME = struct.Struct("<cII")
@@ -180,6 +181,38 @@ def _write_all(stream: IO[bytes], data: bytes) -> None:
         if not n:
             raise OSError(f"a write to the trace took nothing ({n!r})")
         view = view[n:]
+
+
+#: Trace files that are not regular files (a FIFO) that a recording of this process
+#: writes to, held open from their check until the process ends: a reader that
+#: opened one sees no end of it between the check and the sink's own open.
+_claimed: dict[str, int] = {}
+
+
+def claim_trace_file(path: str) -> None:
+    """Check, without waiting, that a whole-process trace can be written to ``path``:
+    a regular file is created if need be (and left as it is); anything else (a FIFO, a
+    device) is opened without blocking and held open. A FIFO that no process reads is
+    refused (``OSError`` ENXIO, saying so) rather than waited for: opening it for
+    writing would block until a reader comes, maybe forever. Raises OSError."""
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is None or stat.S_ISREG(mode):
+        with open(path, "ab"):
+            pass
+        return
+    if path in _claimed:
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO and stat.S_ISFIFO(mode):
+            raise OSError(errno.ENXIO, "it is a FIFO that no process reads: start its "
+                          "reader first (a recording does not wait for one)") from None
+        raise
+    _claimed[path] = fd
 
 
 def _describe(exc: BaseException) -> str:

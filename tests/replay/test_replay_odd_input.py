@@ -7,8 +7,10 @@ differently from how it ran."""
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -118,6 +120,60 @@ def test_input_that_is_not_utf8_replays_with_its_own_bytes(tmp_path: Path) -> No
     assert [base64.b64decode(str(e["raw_b64"])) if "raw_b64" in e else
             str(e["raw"]).encode() for e in raws] == [bad, b"hello {", b"\xc3(\xa0\xa1"]
     assert "raw_b64" not in raws[1]  # UTF-8 text is exact as it is
+
+
+def test_a_fifo_that_no_process_reads_is_refused_not_waited_for(tmp_path: Path) -> None:
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.run([*CLI, "run", SERVER, "--trace", str(fifo)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=30, check=False, input="")
+    assert proc.returncode == 2
+    assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
+    assert "FIFO that no process reads" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_recording_started_by_a_program_refuses_it_too(tmp_path: Path) -> None:
+    # Server.run(trace=FIFO) and Recorder(...) check the path as the command does: in a
+    # thread here, so that a regression (a wait in open()) fails instead of hanging.
+    from mcpactor.tracing import Recorder, RecordingError, TraceHeader
+
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    raised: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            Recorder(TraceHeader(role="server", transport="stdio"), fifo)
+        except RecordingError as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=start, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive(), "the recorder waits for a reader of the FIFO"
+    assert raised and "FIFO that no process reads" in str(raised[0])
+
+
+def test_a_fifo_with_a_reader_gets_the_trace(tmp_path: Path) -> None:
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as f:  # opens once a writer does: the server's check
+            got.append(f.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(0.2)
+    _, err, _ = _record(fifo, "2025-06-18", [b'{"jsonrpc":"2.0","id":1,"method":"ping"}'])
+    reader.join(30)
+    assert not reader.is_alive(), err
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(got[0])
+    replayed = _replay(copy)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+
 
 
 def test_the_trace_reader_keeps_wide_integers_exact() -> None:
