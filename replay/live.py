@@ -18,9 +18,9 @@ import shlex
 import sys
 from typing import Any, TextIO
 
-import orjson
 import trio
 
+from mcpactor.tracing.encode import input_bytes, loads
 from mcpactor.transports.base import Transport
 
 from .render import describe_message
@@ -40,9 +40,7 @@ def sides(trace: Trace) -> tuple[str, str]:
 
 
 def _payload(ev: Event) -> bytes:
-    if "msg" in ev.data:
-        return orjson.dumps(ev.data["msg"])
-    return str(ev.data["raw"]).encode("utf-8")
+    return input_bytes(ev.data)
 
 
 async def _open(target: str, nursery: trio.Nursery) -> Transport:
@@ -84,8 +82,8 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
                     data = await transport.receive()
                     if isinstance(data, bytes):
                         try:
-                            msg = orjson.loads(data)
-                        except orjson.JSONDecodeError:
+                            msg = loads(data)
+                        except ValueError:
                             msg = data.decode("utf-8", "replace")
                         received.append(msg)
                         got.append((sid, msg))
@@ -202,8 +200,8 @@ async def _serve(trace: Trace, timeout: float, err: TextIO) -> int:
                 if not isinstance(data, bytes):
                     continue
                 try:
-                    msg = orjson.loads(data)
-                except orjson.JSONDecodeError:
+                    msg = loads(data)
+                except ValueError:
                     msg = data.decode("utf-8", "replace")
                 i = len(received)
                 received.append(msg)

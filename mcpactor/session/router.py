@@ -80,8 +80,10 @@ class Router:
         if trace is not None:
             first = events[0] if events else None
             if first.__class__ is pc.Reply and first.why == "parse error":
+                # The bytes themselves: the output writes their text, and keeps them
+                # exactly where the text cannot (not UTF-8), for the replay.
                 trace((session._clock(), session.id, "reader", "message_in",
-                       {"raw": data.decode("utf-8", "replace"), "yields": yields}, None, None))
+                       {"raw": data, "yields": yields}, None, None))
             else:
                 trace((session._clock(), session.id, "reader", "message_in", data, yields,
                        None))

@@ -34,6 +34,7 @@ from mcpactor.tracing import entropy
 from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS
 from mcpactor.tracing.schedule import RecordingScheduler, last_sched_in
 from mcpactor.tracing.seeds import clock_kind, fresh_seeds, hash_seed
+from mcpactor.tracing.sink import claim_trace_file
 from mcpactor.tracing.sinkclient import (
     DRAIN_TIMEOUT,
     MemoryOutput,
@@ -458,8 +459,7 @@ def _check_path(path: Path, split: bool) -> None:
                 raise RecordingError(f"{path} is a folder: a whole-process trace is a file "
                                      "(pass a folder for one file per session)")
             path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "ab"):
-                pass
+            claim_trace_file(str(path))  # never waits: a FIFO without a reader is refused
     except OSError as exc:
         raise RecordingError(f"{path}: cannot write the trace: {exc.strerror or exc}") from None
 

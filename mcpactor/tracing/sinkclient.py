@@ -49,6 +49,7 @@ from mcpactor.tracing.sink import (
     OP_SESSION,
     MemoryFiles,
     SinkCore,
+    chunk_or_declare,
 )
 from mcpactor.tracing.tracer import WIDTH
 
@@ -247,16 +248,18 @@ class ThreadOutput:
         try:
             while True:
                 op, a, b = self._queue.get()
-                if op == "C":
-                    try:
-                        core.chunk(a, b)
-                    except Exception as exc:  # one bad chunk must not stop the rest
-                        self.error = exc
-                    self._queued -= len(b)
-                elif op == "S":
-                    core.session_closed(a)
-                else:
-                    break
+                try:
+                    if op == "C":
+                        self._queued -= len(b)
+                        chunk_or_declare(core, a, b)
+                    elif op == "S":
+                        core.session_closed(a)
+                    else:
+                        break
+                except Exception as exc:  # one bad chunk must not stop the rest
+                    self.error = exc
+                    print(f"mcpactor trace writer: {type(exc).__name__}: {exc}",
+                          file=sys.stderr, flush=True)
         finally:
             core.close()
             self._done.set()

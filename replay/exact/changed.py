@@ -19,17 +19,16 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 import trio
 
 from mcpactor.tracing import entropy
+from mcpactor.tracing.encode import input_bytes, loads
 from mcpactor.tracing.tasks import TaskRef
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 
 from ..compare import Comparison, compare, server_messages
 from ..trace import Event, Trace
 from .scheduler import MISSING, ReplayClock, Scheduler
-from .transport import _encode
 
 _RECEIVED = frozenset({"message_in", "message_oversize", "transport_closed", "transport_broken"})
 
@@ -54,9 +53,7 @@ class TimedTransport(Transport):
         self._next += 1
         await trio.sleep_until(self._origin + ev.t)
         if ev.kind == "message_in":
-            if "msg" in ev.data:
-                return _encode(ev.data["msg"])
-            return str(ev.data.get("raw", "")).encode("utf-8")
+            return input_bytes(ev.data)
         if ev.kind == "message_oversize":
             return Oversize(int(ev.data.get("size", 0)))
         if ev.kind == "transport_broken":
@@ -66,12 +63,7 @@ class TimedTransport(Transport):
     async def send(self, messages: list[Outgoing]) -> None:
         """Collect what the code sends."""
         for data, _ in messages:
-            try:
-                msg = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                import json
-
-                msg = json.loads(data)
+            msg = loads(data)  # ids past 64 bits exact, as the trace's
             self._sink.append((self._sid, msg))
         await trio.lowlevel.checkpoint()
 
