@@ -72,8 +72,8 @@ class TaskTable:
     directly: a slot added here is one it must know of.
     """
 
-    __slots__ = ("_sweep_at", "by_name", "ids", "kids", "last", "muted", "names", "new",
-                 "ordinals", "owner", "parents", "rngs")
+    __slots__ = ("_sweep_at", "by_name", "hidden", "ids", "kids", "last", "muted", "names",
+                 "new", "ordinals", "owner", "parents", "rngs")
 
     def __init__(self, owner: Any, by_name: Callable[[str, Any], int | None] | None = None
                  ) -> None:
@@ -91,6 +91,9 @@ class TaskTable:
         #: their clock and entropy reads there are the transport's, not the session's, and
         #: the tasks they spawn (a transport's own) are not followed.
         self.muted: set[int] = set()
+        #: The followed tasks inside :func:`untracked` now (Trio's number -> the trace's):
+        #: out of ``ids`` meanwhile, so that their steps, reads and spawns are not followed.
+        self.hidden: dict[int, int] = {}
         #: Each task's own :mod:`random` stream, made on its first draw (entropy).
         self.rngs: dict[int, random.Random] = {}
         #: (A recording) the last number given, and the names of those given since the
@@ -160,7 +163,7 @@ class TaskTable:
             del ids[counter]
         kept: set[int] = set()
         parents = self.parents
-        for tid in ids.values():
+        for tid in (*ids.values(), *self.hidden.values()):
             while tid and tid not in kept:
                 kept.add(tid)
                 tid = parents.get(tid, 0)
@@ -333,11 +336,22 @@ def follow_current(name: str, tracer: Any) -> contextvars.Token[Root | None] | N
 
 @contextmanager
 def untracked() -> Iterator[None]:
-    """Tasks spawned inside this block are not followed even when the spawning task is:
-    for transport machinery started from a session's task (an HTTP answer), which a
-    replay replaces."""
+    """Inside this block the running task is not followed, nor the tasks it spawns: for
+    transport machinery run or started from a session's task (closing a transport, an
+    HTTP answer), which a replay replaces, so its steps are not the session's."""
+    root = TRACK.get()
+    table = root.table if root is not None else None
+    counter = tid = 0
+    if table is not None:
+        counter = trio.lowlevel.current_task()._counter
+        tid = table.ids.pop(counter, 0)
+        if tid:
+            table.hidden[counter] = tid
     token = TRACK.set(NOBODY)
     try:
         yield
     finally:
         TRACK.reset(token)
+        if tid and table is not None:
+            del table.hidden[counter]
+            table.ids[counter] = tid
