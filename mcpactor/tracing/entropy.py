@@ -9,8 +9,13 @@ nondeterminism are routed through it for the tasks a trace follows
   ``time.monotonic_ns``, ``time.perf_counter``, ``time.perf_counter_ns``, and, in the
   application's own modules (:func:`capture_datetime`), ``datetime.datetime.now``/
   ``utcnow``/``today`` and ``datetime.date.today`` (derived from ``time.time``);
-- entropy: ``os.urandom`` and with it ``uuid.uuid4``, and ``random.SystemRandom`` and
-  with it :mod:`secrets`;
+- the functions that read the wall clock when left to: ``time.localtime``,
+  ``time.gmtime``, ``time.ctime``, ``time.asctime``, ``time.strftime`` without their
+  time argument (they read ``time.time()``, captured, instead);
+- entropy: ``os.urandom``, ``os.getrandom`` and with them ``uuid.uuid4``,
+  ``random.SystemRandom`` and with it :mod:`secrets`; ``uuid.uuid1`` (its time and clock
+  sequence from the captured sources, the host's node id a read of its own,
+  ``uuid_node``);
 - :mod:`random`'s module functions: each followed task draws from a stream of its own,
   seeded from the trace's seed and the task's name, so what one task draws does not
   depend on how others interleave with it (a trace of one session replays alone).
@@ -38,6 +43,7 @@ import sysconfig
 import threading
 import time
 import types
+import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -57,6 +63,19 @@ ENTROPY_SOURCES = ("urandom",)
 
 _real: dict[str, Callable[..., Any]] = {name: getattr(time, name) for name in CLOCK_SOURCES}
 _real["urandom"] = os.urandom
+_real["uuid_node"] = uuid.getnode
+
+#: ``time`` functions that read the wall clock when their time argument is left out (its
+#: position): with it left out, a followed task's call reads ``time.time()`` (captured)
+#: and passes that on.
+_WALL_DERIVED = {"localtime": 0, "gmtime": 0, "ctime": 0, "asctime": 0, "strftime": 1}
+_real_time_functions: dict[str, Callable[..., Any]] = {
+    name: getattr(time, name) for name in _WALL_DERIVED}
+_real_uuid1: Callable[..., uuid.UUID] = uuid.uuid1
+#: 100-ns intervals from the start of the Gregorian calendar (version-1 UUIDs' epoch) to
+#: the Unix epoch.
+_UUID_EPOCH = 0x01B21DD213814000
+_real_getrandom: Callable[..., bytes] | None = getattr(os, "getrandom", None)
 _real_random_urandom: Callable[[int], bytes] = random._urandom  # type: ignore[attr-defined]
 _RealDatetime = _dt.datetime
 _RealDate = _dt.date
@@ -143,6 +162,49 @@ def _swapped(source: str) -> Callable[..., Any]:
 
 def _system_urandom(n: int) -> bytes:
     return _read("urandom", n)
+
+
+def _wall_derived(name: str) -> Callable[..., Any]:
+    original = _real_time_functions[name]
+    at = _WALL_DERIVED[name]
+    # asctime and strftime take a struct_time: the local time of the captured reading.
+    local = name in ("asctime", "strftime")
+
+    def derived(*args: Any) -> Any:
+        if len(args) > at and args[at] is not None:
+            return original(*args)
+        now = _read("time")
+        when = _real_time_functions["localtime"](now) if local else now
+        return original(*args[:at], when)
+
+    derived.__name__ = name
+    derived.__qualname__ = name
+    derived.__doc__ = original.__doc__
+    return derived
+
+
+def _uuid1(node: int | None = None, clock_seq: int | None = None) -> uuid.UUID:
+    if _node() is None:
+        return _real_uuid1(node, clock_seq)
+    # Made here rather than by uuid.uuid1: the system's generator reads the clock where
+    # no capture sees it, and the Python one keeps the last timestamp of the process, so
+    # its answer would depend on calls the trace does not hold (other threads', other
+    # tasks'). The time, the clock sequence and the host's node id are all captured.
+    timestamp = _read("time_ns") // 100 + _UUID_EPOCH
+    if clock_seq is None:
+        clock_seq = random.getrandbits(14)  # the task's own stream
+    if node is None:
+        node = _read("uuid_node")
+    return uuid.UUID(fields=(timestamp & 0xFFFFFFFF, (timestamp >> 32) & 0xFFFF,
+                             (timestamp >> 48) & 0x0FFF, (clock_seq >> 8) & 0x3F,
+                             clock_seq & 0xFF, node), version=1)
+
+
+def _getrandom(size: int, flags: int = 0) -> bytes:
+    assert _real_getrandom is not None
+    if _node() is None:
+        return _real_getrandom(size, flags)
+    return _read("urandom", size)
 
 
 class _DatetimeMeta(type):
@@ -315,7 +377,8 @@ def install() -> None:
         _users += 1
         if _installed:
             return
-        for module, names in ((time, CLOCK_SOURCES), (os, ("urandom",)),
+        for module, names in ((time, (*CLOCK_SOURCES, *_WALL_DERIVED)),
+                              (os, ("urandom", "getrandom")), (uuid, ("uuid1",)),
                               (random, ("_urandom", *_RANDOM_FUNCTIONS)),
                               (trio.to_thread, ("run_sync",))):
             for name in names:
@@ -323,7 +386,12 @@ def install() -> None:
                     _saved[(module, name)] = getattr(module, name)
         for source in CLOCK_SOURCES:
             setattr(time, source, _swapped(source))
+        for name in _WALL_DERIVED:
+            setattr(time, name, _wall_derived(name))
         os.urandom = _swapped("urandom")
+        if _real_getrandom is not None:
+            os.getrandom = _getrandom
+        uuid.uuid1 = _uuid1
         random._urandom = _system_urandom  # type: ignore[attr-defined]
         for name in _RANDOM_FUNCTIONS:
             if hasattr(_global_random, name):

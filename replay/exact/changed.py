@@ -96,6 +96,8 @@ class VirtualCapture:
         if source == "urandom":
             rng = self._bytes.setdefault(id(node), random.Random(f"{self._seed}:{node.name}:b"))
             return rng.randbytes(int(args[0]) if args else 0)
+        if source not in entropy.CLOCK_SOURCES:
+            return real(*args)  # not a clock (the host's node id): as it is here
         if source.startswith("time"):
             wall = self._wall + (now - self._origin)
             return round(wall * 1e9) if source.endswith("_ns") else wall
