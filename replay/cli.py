@@ -173,7 +173,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     if args.output:
         _write(args.output, result.output_bytes())
-    print_verdict(result, elapsed, sys.stdout)
+    print_verdict(result, elapsed, sys.stdout, trace.header)
     if request is not None and result.faithful:
         from .interleave import NoSuchRequest, interleaving, print_interleaving
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TextIO
+from typing import Any, TextIO
 
 import orjson
 
@@ -42,12 +42,17 @@ def print_divergence(div: Divergence, out: TextIO) -> None:
         print(f"  actual json:   {_json(div.actual)}", file=out)
 
 
-def print_verdict(result: ReplayResult, wall_seconds: float, out: TextIO) -> None:
-    """One summary line (after the divergence, if any)."""
+def print_verdict(result: ReplayResult, wall_seconds: float, out: TextIO,
+                  header: dict[str, Any] | None = None) -> None:
+    """One summary line (after the divergence, if any); ``header``: the trace's, for a
+    hint when it holds one session of several."""
     if result.divergence is not None:
         print_divergence(result.divergence, out)
         print(f"replay: DIVERGED after reproducing {result.reproduced} of {result.total} events "
               f"({result.attempts} schedule(s) tried)", file=out)
+        hint = session_scope_hint(header)
+        if hint:
+            print(hint, file=out)
         return
     print(
         f"replay: faithful ({result.mode}): {result.reproduced}/{result.total} events "
@@ -55,3 +60,15 @@ def print_verdict(result: ReplayResult, wall_seconds: float, out: TextIO) -> Non
         f"{result.attempts} schedule(s) tried)",
         file=out,
     )
+
+
+def session_scope_hint(header: dict[str, Any] | None) -> str | None:
+    """Why a per-session file may diverge where the whole process would not: the other
+    sessions of its process are not in it (None for a whole-process trace)."""
+    if not header or header.get("scope") != "session":
+        return None
+    return ("replay: note: this file holds one session of its process (--trace to a "
+            "folder); if the server keeps state that sessions share (module globals, "
+            "locks, caches), what the other sessions did to it is not in this file. "
+            "Record the whole process into one file (--trace FILE.jsonl) to replay "
+            "them together.")
