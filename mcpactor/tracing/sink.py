@@ -572,14 +572,21 @@ class SinkCore:
         # The recording names a new task by its parent's number and its place among the
         # parent's children, three items a task (number, parent or None, ordinal or a
         # root's name: tasks.Numbering); the file says its whole name.
+        # A triple with neither (tasks.TaskTable.sweep) says a task has ended for good:
+        # its name is forgotten, so that a long recording's names stay those of the tasks
+        # that run.
         names = self._names
         new: dict[int, str] = {}
         flat = event[6]
         for i in range(0, len(flat), 3):
             tid, parent, spec = flat[i], flat[i + 1], flat[i + 2]
+            if spec is None:
+                names.pop(tid, None)
+                self._task_session.pop(tid, None)
+                continue
             name = spec if parent is None else f"{names.get(parent, f'#{parent}')}/{spec}"
             new[tid] = names[tid] = name
-        return (*event[:6], new)
+        return (*event[:6], new or None)
 
     def _route(self, rec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         # Which session files a record goes to, and as what.

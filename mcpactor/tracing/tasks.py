@@ -167,6 +167,14 @@ class TaskTable:
             while tid and tid not in kept:
                 kept.add(tid)
                 tid = parents.get(tid, 0)
+        if self.by_name is None:
+            # A recording: the trace sink names each task from its parent's name, so it
+            # keeps every name it was given until told to forget it, with a triple of
+            # the ``new`` list that names nothing (no parent, no root name).
+            gone = {t for t in self.parents if t not in kept}
+            gone.update(t for t in self.names if t not in kept)
+            for tid in sorted(gone):
+                self.new.extend((tid, None, None))
         for table in (self.names, self.parents, self.ordinals, self.kids, self.rngs):
             for tid in [t for t in table if t not in kept]:
                 del table[tid]

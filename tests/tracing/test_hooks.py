@@ -19,12 +19,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "traces"))
 record = importlib.import_module("record")
 
 # Races of the corpus: cancellations against answers, sampling, progress, answers out of
-# order, tasks (a task runtime spawns tasks of its own). Not timers due at the same
-# instant (the 2026 extension's task races wake the client and the task's work at once): Trio breaks that tie by the cancel scopes' addresses,
+# order, random sleeps. Not timers due at the same instant (the task races wake the client
+# and the task's work at once; tests/tasks replays those): Trio breaks that tie by the cancel scopes' addresses,
 # which differ from one run to the next whatever records them (the trace holds the order
 # it took).
 SCENARIOS = ["late_cancel", "cancel_during_sampling", "progress_race", "reverse_responses",
-             "client_disconnect", "task_cancel_wins", "duplicate_id"]
+             "client_disconnect", "racy_withdraw", "crash_mid_stream", "duplicate_id"]
 
 
 def test_the_compiled_hooks_are_built_here() -> None:
