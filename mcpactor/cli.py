@@ -428,7 +428,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # A command whose positionals may follow its options (``mcpactor call TARGET
+        # --json TOOL ARGS``) takes the ones argparse could not place; anything else,
+        # or an option nobody knows, is argparse's usual error.
+        take = getattr(args, "take_positionals", None)
+        if take is None or not take(args, extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     # Only the command itself may start itself again (a fixed string-hash seed); called
     # with arguments, from a program or a test, it runs in that process as it is.
     args.restartable = argv is None
