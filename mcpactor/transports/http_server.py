@@ -44,11 +44,13 @@ from mcpactor.transports.http_rules import (
 )
 from mcpactor.transports.http_session import HttpSession
 from mcpactor.transports.http_stateless import stateless_post
+from mcpactor.transports.request_gate import RequestGate
 from mcpactor.transports.security import OriginPolicy
 from mcpactor.transports.sse_pump import PumpOptions, pump_stream
 
 if TYPE_CHECKING:
     from mcpactor.scaleout.cluster import Cluster
+    from mcpactor.session.limits import Limits
     from mcpactor.transports.event_store import Stream
 
 log = logging.getLogger("mcpactor.http")
@@ -78,6 +80,9 @@ class McpHttpApp:
         #: A tool's ``inputSchema`` by name, for the 2026-07-28 ``Mcp-Param-*`` checks.
         self.tool_schema = self.endpoint.tool_input_schema
         self._metrics: Any = None
+        #: The sessionless (2026-07-28) requests' slots and queue (request_gate.py),
+        #: made with the first of them from the server's limits.
+        self._request_gate: RequestGate | None = None
         if self.options.metrics_path is not None:
             # Before any session exists: sessions read the switch when they are made.
             from mcpactor.observability import enable_prometheus
@@ -89,6 +94,15 @@ class McpHttpApp:
         """The :class:`HttpSession` mode that ``options.json_response`` asks for."""
         jr = self.options.json_response
         return "auto" if jr is None else "json" if jr else "sse"
+
+    def request_gate(self, limits: Limits) -> RequestGate:
+        """The slots and queue every sessionless request of this app shares, sized by
+        ``limits`` (the server's: every session it opens has the same)."""
+        gate = self._request_gate
+        if gate is None:
+            gate = self._request_gate = RequestGate(limits.max_concurrent_requests,
+                                                    limits.max_queued_requests)
+        return gate
 
     # -- lifetime ---------------------------------------------------------------------
 
