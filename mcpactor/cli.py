@@ -99,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         options["quiet"] = True
     if options and args.transport != "http":
         raise CliError("the HTTP options (--json-response, --sse-response, --server, "
-                       "--stateless, --allow-*, --session-timeout, the connection limits, "
+                       "--stateless, --allow-*, the session and connection limits, "
                        "--redis, --state-key, --metrics) need --transport http")
     rotation = _trace_rotation(args)
     if args.trace:
@@ -315,6 +315,14 @@ def _http_options(args: argparse.Namespace) -> dict[str, object]:
         if args.session_timeout <= 0:
             raise CliError("--session-timeout must be a positive number of seconds")
         options["session_idle_timeout"] = args.session_timeout
+    if args.max_sessions is not None:
+        if args.max_sessions < 1:
+            raise CliError("--max-sessions must be at least 1")
+        options["max_sessions"] = args.max_sessions
+    if args.max_sessions_per_peer is not None:
+        if args.max_sessions_per_peer < 0:
+            raise CliError("--max-sessions-per-peer must be 0 (no cap) or more")
+        options["max_sessions_per_peer"] = args.max_sessions_per_peer
     for name in ("keep_alive_timeout", "head_timeout", "body_timeout"):
         value = getattr(args, name)
         if value is not None:
@@ -374,8 +382,19 @@ def build_parser() -> argparse.ArgumentParser:
                       help="accept this Host header too (DNS-rebinding protection); repeatable")
     http.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                       help="accept this Origin header too; repeatable")
-    http.add_argument("--session-timeout", type=float, metavar="SECONDS",
-                      help="close sessions idle this long (default 1800)")
+    sessions = run.add_argument_group(
+        "HTTP session limits",
+        "How many sessions the server keeps and for how long; a full table closes the "
+        "least recently used idle sessions (of the address past its share, else of the "
+        "address holding the most) before it refuses a new one (503), and never one "
+        "that is serving a request or a stream")
+    sessions.add_argument("--session-timeout", type=float, metavar="SECONDS",
+                          help="close sessions idle this long (default 1800)")
+    sessions.add_argument("--max-sessions", type=int, metavar="N",
+                          help="sessions at once (default 10000)")
+    sessions.add_argument("--max-sessions-per-peer", type=int, metavar="N",
+                          help="sessions opened from one client address (IPv6: /64) at "
+                          "once; 0: no cap (default 1000; behind a reverse proxy use 0)")
     limits = run.add_argument_group(
         "HTTP connection limits",
         "How long the built-in server waits for a client, and how many connections it "

@@ -38,7 +38,6 @@ connection's task out of its read; a busy connection is never touched.
 from __future__ import annotations
 
 import heapq
-import ipaddress
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
@@ -58,6 +57,7 @@ from mcpactor.transports.http_options import (
     MAX_CONNECTIONS,
     MAX_CONNECTIONS_PER_PEER,
 )
+from mcpactor.transports.peers import peer_key
 from mcpactor.transports.security import redact_target
 
 log = logging.getLogger("mcpactor.http.h11")
@@ -148,7 +148,7 @@ class _Conn:
         self.server = _addr(_name(sock.getsockname))
         self.client = _addr(_name(sock.getpeername))
         #: Whose share of the table this connection counts against.
-        self.peer = _peer_key(self.client)
+        self.peer = peer_key(self.client)
         #: The table it is in (set when admitted).
         self.table: _ConnectionHandler | None = None
 
@@ -474,23 +474,6 @@ def _name(get: Callable[[], Any]) -> Any:
         return None
 
 
-def _peer_key(addr: tuple[str, int] | None) -> str:
-    """The address a connection counts against for ``max_connections_per_peer``: the
-    host, or its /64 for IPv6 (one subscriber usually has a whole /64)."""
-    if addr is None:
-        return ""
-    host = addr[0]
-    if ":" not in host:
-        return host
-    try:
-        ip = ipaddress.IPv6Address(host.partition("%")[0])
-    except ValueError:
-        return host
-    if ip.ipv4_mapped is not None:
-        return str(ip.ipv4_mapped)
-    return str(ipaddress.IPv6Network((ip, 64), strict=False))
-
-
 def _eviction_order(c: _Conn) -> tuple[int, float]:
     # Idle connections first (closing one costs its client a reconnect at most), then
     # the ones that have waited longest for a request's head or body.
@@ -515,7 +498,7 @@ class _ConnectionHandler:
         self.opts = opts
         #: Every connection being served (handed-off ones included).
         self.conns: set[_Conn] = set()
-        #: The same, by peer address (see _peer_key).
+        #: The same, by peer address (see peers.peer_key).
         self.peers: dict[str, set[_Conn]] = {}
         #: Where connections handed to a new task (see _FastExchange) are served.
         self.nursery: trio.Nursery | None = None

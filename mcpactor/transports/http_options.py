@@ -50,6 +50,8 @@ HEAD_TIMEOUT = 10.0
 BODY_TIMEOUT = 30.0
 MAX_CONNECTIONS = 2000
 MAX_CONNECTIONS_PER_PEER = 500
+MAX_SESSIONS = 10_000
+MAX_SESSIONS_PER_PEER = 1000
 
 
 @attrs.frozen(kw_only=True)
@@ -72,7 +74,17 @@ class HttpOptions:
     enable_delete: bool = True
     #: Seconds without HTTP traffic after which a session is closed (None: never).
     session_idle_timeout: float | None = 1800.0
-    max_sessions: int = 10_000
+    #: Sessions at once. A new one past it closes the least recently used idle session
+    #: of the address holding the most, and is refused (503) only when none is idle.
+    max_sessions: int = attrs.field(default=MAX_SESSIONS, validator=attrs.validators.ge(1))
+    #: Sessions opened from one client address (IPv6: one /64) at once; 0: no cap. Past
+    #: it that address's least recently used idle session is closed to make room (its
+    #: client gets 404 and opens a new one, as the spec says), and the new one is refused
+    #: (503) only when none of them is idle: one client cannot fill the table and lock
+    #: everyone out. A tenth of ``max_sessions``; behind a reverse proxy (every client
+    #: has its address) set it to 0.
+    max_sessions_per_peer: int = attrs.field(default=MAX_SESSIONS_PER_PEER,
+                                             validator=attrs.validators.ge(0))
     max_body_size: int = 4 * 1024 * 1024
     #: Requests of one session accepted and not yet answered.
     max_in_flight: int = 64
