@@ -50,6 +50,8 @@ HEAD_TIMEOUT = 10.0
 BODY_TIMEOUT = 30.0
 MAX_CONNECTIONS = 2000
 MAX_CONNECTIONS_PER_PEER = 500
+REFUSAL_LINGER = 1.0
+MAX_REFUSALS = 256
 MAX_SESSIONS = 10_000
 MAX_SESSIONS_PER_PEER = 1000
 
@@ -131,3 +133,10 @@ class HttpOptions:
     #: with busy connections; behind a reverse proxy (every client has its address)
     #: set it to ``max_connections`` or 0.
     max_connections_per_peer: int = MAX_CONNECTIONS_PER_PEER
+    #: Seconds a refusal (503 when every connection is busy) may take: the answer,
+    #: then what the client sent read and dropped until it closes (at most 64 KiB), so
+    #: a client that sent its request at once reads the 503 rather than a reset.
+    refusal_linger: float = REFUSAL_LINGER
+    #: 503 refusals answered at once (each holds a descriptor up to
+    #: ``refusal_linger``); past it a connection without room is closed at once.
+    max_refusals: int = MAX_REFUSALS
