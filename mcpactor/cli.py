@@ -323,7 +323,7 @@ def _http_options(args: argparse.Namespace) -> dict[str, object]:
         if args.max_sessions_per_peer < 0:
             raise CliError("--max-sessions-per-peer must be 0 (no cap) or more")
         options["max_sessions_per_peer"] = args.max_sessions_per_peer
-    for name in ("keep_alive_timeout", "head_timeout", "body_timeout"):
+    for name in ("keep_alive_timeout", "head_timeout", "body_timeout", "refusal_linger"):
         value = getattr(args, name)
         if value is not None:
             if not value > 0:
@@ -338,6 +338,10 @@ def _http_options(args: argparse.Namespace) -> dict[str, object]:
         if args.max_connections_per_peer < 0:
             raise CliError("--max-connections-per-peer must be 0 (no cap) or more")
         options["max_connections_per_peer"] = args.max_connections_per_peer
+    if args.max_refusals is not None:
+        if args.max_refusals < 0:
+            raise CliError("--max-refusals must be 0 (close at once) or more")
+        options["max_refusals"] = args.max_refusals
     return options
 
 
@@ -412,6 +416,12 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument("--max-connections-per-peer", type=int, metavar="N",
                         help="connections one client address (IPv6: /64) may hold; 0: no "
                         "cap (default 500; behind a reverse proxy raise it or use 0)")
+    limits.add_argument("--refusal-linger", type=float, metavar="SECONDS",
+                        help="time a 503 refusal may take: the answer, then the client's "
+                        "request read and dropped so it is not reset (default 1)")
+    limits.add_argument("--max-refusals", type=int, metavar="N",
+                        help="503 refusals answered at once; past it a connection "
+                        "without room is closed at once (default 256)")
     scale = run.add_argument_group(
         "scale-out", "Several processes and hosts serving one endpoint (docs/scale-out.md)")
     scale.add_argument("--workers", type=int, metavar="N",
