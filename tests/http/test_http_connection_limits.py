@@ -233,7 +233,13 @@ def test_a_fresh_client_is_served_while_2000_connections_time_out_at_once(
         port = _port(url)
         socks = _hold(port, 2000, FIRST[kind], 8)
         try:
-            worst = _probing(port, 2.5, lambda: None)  # across the expiry (1-1.9 s)
+            # Across the expiry (from 1 s; a body's clock starts when the server has
+            # read its head, so later under this load), until it is over (bounded).
+            t0 = time.monotonic()
+            worst, _ = _worst_wait(port, 1.0)
+            while sum(_closed(s) for s in socks) < 1900 and time.monotonic() - t0 < 8:
+                worst = max(worst, _worst_wait(port, 0.2)[0])
+            worst = max(worst, _worst_wait(port, 0.3)[0])
             closed_count.append(sum(_closed(s) for s in socks))
             return worst, None
         finally:
@@ -244,7 +250,7 @@ def test_a_fresh_client_is_served_while_2000_connections_time_out_at_once(
     print(f"\n{kind}: 2,000 connections timing out, the worst fresh client waited "
           f"{worst * 1000:.0f} ms")
     assert worst < PROMISE
-    assert closed_count[-1] >= 1900  # they did time out meanwhile
+    assert closed_count[-1] >= 1900, (kind, closed_count)  # they did time out meanwhile
 
 
 def test_a_fresh_client_is_served_right_after_2100_sockets_close_at_once(
