@@ -55,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "ToolError": "mcpactor.server",
     "Limits": "mcpactor.session",
     "Timeout": "mcpactor.session",
+    "HttpOptions": "mcpactor.transports.http_options",
 }
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "Embedded",
     "Field",
     "HandlerContext",
+    "HttpOptions",
     "HttpRequest",
     "HttpResponse",
     "Image",
@@ -155,3 +157,4 @@ if TYPE_CHECKING:
         proxy,
     )
     from mcpactor.session import Limits, Timeout
+    from mcpactor.transports.http_options import HttpOptions

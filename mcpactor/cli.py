@@ -100,7 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         options["quiet"] = True
     if options and args.transport != "http":
         raise CliError("the HTTP options (--json-response, --sse-response, --server, "
-                       "--stateless, --allow-*, --session-timeout, the connection limits, "
+                       "--stateless, --allow-*, the session and connection limits, "
                        "--redis, --state-key, --metrics) need --transport http")
     rotation = _trace_rotation(args)
     if args.trace:
@@ -326,7 +326,15 @@ def _http_options(args: argparse.Namespace) -> dict[str, object]:
         if args.session_timeout <= 0:
             raise CliError("--session-timeout must be a positive number of seconds")
         options["session_idle_timeout"] = args.session_timeout
-    for name in ("keep_alive_timeout", "head_timeout", "body_timeout"):
+    if args.max_sessions is not None:
+        if args.max_sessions < 1:
+            raise CliError("--max-sessions must be at least 1")
+        options["max_sessions"] = args.max_sessions
+    if args.max_sessions_per_peer is not None:
+        if args.max_sessions_per_peer < 0:
+            raise CliError("--max-sessions-per-peer must be 0 (no cap) or more")
+        options["max_sessions_per_peer"] = args.max_sessions_per_peer
+    for name in ("keep_alive_timeout", "head_timeout", "body_timeout", "refusal_linger"):
         value = getattr(args, name)
         if value is not None:
             if not value > 0:
@@ -341,6 +349,10 @@ def _http_options(args: argparse.Namespace) -> dict[str, object]:
         if args.max_connections_per_peer < 0:
             raise CliError("--max-connections-per-peer must be 0 (no cap) or more")
         options["max_connections_per_peer"] = args.max_connections_per_peer
+    if args.max_refusals is not None:
+        if args.max_refusals < 0:
+            raise CliError("--max-refusals must be 0 (close at once) or more")
+        options["max_refusals"] = args.max_refusals
     return options
 
 
@@ -385,8 +397,19 @@ def build_parser() -> argparse.ArgumentParser:
                       help="accept this Host header too (DNS-rebinding protection); repeatable")
     http.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                       help="accept this Origin header too; repeatable")
-    http.add_argument("--session-timeout", type=float, metavar="SECONDS",
-                      help="close sessions idle this long (default 1800)")
+    sessions = run.add_argument_group(
+        "HTTP session limits",
+        "How many sessions the server keeps and for how long; a full table closes the "
+        "least recently used idle sessions (of the address past its share, else of the "
+        "address holding the most) before it refuses a new one (503), and never one "
+        "that is serving a request or a stream")
+    sessions.add_argument("--session-timeout", type=float, metavar="SECONDS",
+                          help="close sessions idle this long (default 1800)")
+    sessions.add_argument("--max-sessions", type=int, metavar="N",
+                          help="sessions at once (default 10000)")
+    sessions.add_argument("--max-sessions-per-peer", type=int, metavar="N",
+                          help="sessions opened from one client address (IPv6: /64) at "
+                          "once; 0: no cap (default 1000; behind a reverse proxy use 0)")
     limits = run.add_argument_group(
         "HTTP connection limits",
         "How long the built-in server waits for a client, and how many connections it "
@@ -404,6 +427,12 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument("--max-connections-per-peer", type=int, metavar="N",
                         help="connections one client address (IPv6: /64) may hold; 0: no "
                         "cap (default 500; behind a reverse proxy raise it or use 0)")
+    limits.add_argument("--refusal-linger", type=float, metavar="SECONDS",
+                        help="time a 503 refusal may take: the answer, then the client's "
+                        "request read and dropped so it is not reset (default 1)")
+    limits.add_argument("--max-refusals", type=int, metavar="N",
+                        help="503 refusals answered at once; past it a connection "
+                        "without room is closed at once (default 256)")
     scale = run.add_argument_group(
         "scale-out", "Several processes and hosts serving one endpoint (docs/scale-out.md)")
     scale.add_argument("--workers", type=int, metavar="N",
@@ -439,7 +468,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # A command whose positionals may follow its options (``mcpactor call TARGET
+        # --json TOOL ARGS``) takes the ones argparse could not place; anything else,
+        # or an option nobody knows, is argparse's usual error.
+        take = getattr(args, "take_positionals", None)
+        if take is None or not take(args, extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
     # Only the command itself may start itself again (a fixed string-hash seed); called
     # with arguments, from a program or a test, it runs in that process as it is.
     args.restartable = argv is None

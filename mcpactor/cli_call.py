@@ -15,7 +15,14 @@ HTTP, falling back to legacy HTTP+SSE) or a ``ws(s)://`` URL. A tool's text cont
 printed as it is, other content and structured results as JSON (``--json``: the whole
 result as JSON). Exit status: 0, 1 when the tool reports an error (``isError``), 2 for a
 mistake (a target that cannot be reached, arguments that are not a JSON object, an
-unknown tool), with one line saying what went wrong.
+unknown tool), with one line saying what went wrong. Options may come anywhere on the
+line (``call TARGET --json TOOL ARGS``).
+
+A server started from a command line writes its logs on its stderr; ``call`` reads them
+from a pipe and shows them only when the call fails (exit 1 or 2), after the output and
+before the one-line error, each line marked ``server|``: a tool's traceback there is the
+server's report of the tool's failure, not this command crashing. ``--server-log`` shows
+them as they come.
 
 A reader that stops reading (``mcpactor call ... | head``) ends the output quietly:
 nothing on stderr, and the exit status the call would have had anyway (not 141, the
@@ -39,6 +46,7 @@ import json
 import os
 import shlex
 import sys
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -59,7 +67,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("target", help="a command line ('python server.py') or a URL")
     p.add_argument("tool", nargs="?", help="the tool to call (none: list the tools)")
-    p.add_argument("arguments", nargs="?", default="{}",
+    p.add_argument("arguments", nargs="?",
                    help="the tool's arguments as a JSON object (default: {})")
     what = p.add_mutually_exclusive_group()
     what.add_argument("--read", metavar="URI", help="read a resource instead")
@@ -83,7 +91,27 @@ def register(sub: Any) -> None:
     p.add_argument("--ttl", type=positive_float, metavar="SECONDS",
                    help="with --task, on 2025-11-25: how long the server should keep the "
                    "task")
-    p.set_defaults(func=cmd_call)
+    p.add_argument("--server-log", action="store_true",
+                   help="show the stderr of a server started from a command line as it "
+                   "comes, each line marked 'server|' (without it, that stderr is shown "
+                   "only when the call fails)")
+    p.set_defaults(func=cmd_call, take_positionals=_take_positionals)
+
+
+def _take_positionals(args: argparse.Namespace, extra: list[str]) -> bool:
+    """Options may come anywhere (``call TARGET --json TOOL ARGS``): argparse fills
+    the positionals only up to the first option, so the ones after it come here, in
+    order; False (argparse's error) for an unknown option or one too many."""
+    for value in extra:
+        if value.startswith("-") and value != "-":
+            return False
+        if args.tool is None:
+            args.tool = value
+        elif args.arguments is None:
+            args.arguments = value
+        else:
+            return False
+    return True
 
 
 def _cli_error(message: str) -> Exception:
@@ -115,9 +143,13 @@ def _headers(items: list[str]) -> dict[str, str]:
     return headers
 
 
+def _is_url(target: str) -> bool:
+    return target.startswith(("http://", "https://", "ws://", "wss://"))
+
+
 @asynccontextmanager
 async def _connect(target: str, headers: dict[str, str], options: dict[str, Any],
-                   ) -> AsyncIterator[Any]:
+                   server_log: ServerLog) -> AsyncIterator[Any]:
     from mcpactor.client import connect_http, connect_stdio, connect_websocket
 
     if target.startswith(("http://", "https://")):
@@ -132,8 +164,90 @@ async def _connect(target: str, headers: dict[str, str], options: dict[str, Any]
             raise _cli_error("the target is empty: give a command line or a URL")
         if headers:
             raise _cli_error("--header applies to http(s):// and ws(s):// targets only")
-        async with connect_stdio(command, **options) as client:
+        async with server_log.collecting() as stderr, \
+                connect_stdio(command, stderr=stderr, **options) as client:
             yield client
+
+
+class ServerLog:
+    """The stderr of a server ``call`` started: read from a pipe as it comes (so the
+    server never blocks on it), and either shown at once, each line marked as the
+    server's (``--server-log``), or kept (the last :attr:`KEEP` lines) and shown only
+    if the call fails. A server's log is not ours: a tool's traceback there is the
+    server reporting the tool's failure, not this command crashing."""
+
+    KEEP = 200
+
+    def __init__(self, *, live: bool) -> None:
+        self.live = live
+        self.lines: deque[str] = deque(maxlen=self.KEEP)
+        self.count = 0
+
+    @asynccontextmanager
+    async def collecting(self) -> AsyncIterator[int]:
+        """A pipe's write end to give the server as its stderr, read until the server
+        and this block are done."""
+        from mcpactor.session.groups import plain_errors
+
+        read_end, write_end = os.pipe()
+        stream = trio.lowlevel.FdStream(read_end)
+        try:
+            with plain_errors():  # the block's own exception, not a group of one
+                async with trio.open_nursery() as nursery:
+                    done = trio.Event()
+                    nursery.start_soon(self._pump, stream, done)
+                    try:
+                        yield write_end
+                    finally:
+                        os.close(write_end)  # the server's copy is the last: EOF at its exit
+                        write_end = -1
+                        with trio.move_on_after(1) as late:
+                            late.shield = True
+                            await done.wait()
+                        nursery.cancel_scope.cancel()  # a grandchild may hold it open
+        finally:
+            if write_end >= 0:
+                os.close(write_end)
+            await stream.aclose()
+
+    async def _pump(self, stream: trio.lowlevel.FdStream, done: trio.Event) -> None:
+        pending = b""
+        try:
+            while data := await stream.receive_some(65536):
+                *lines, pending = (pending + data).split(b"\n")
+                for line in lines:
+                    self._line(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            if pending:
+                self._line(pending)
+            done.set()
+
+    def _line(self, raw: bytes) -> None:
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        self.count += 1
+        if self.live:
+            _stderr(f"server| {text}")
+        else:
+            self.lines.append(text)
+
+    def show(self) -> None:
+        """After a failed call: what the server wrote on stderr, marked as its own."""
+        if self.live or not self.lines:
+            return
+        cut = self.count - len(self.lines)
+        more = f", the last {len(self.lines)} of {self.count} lines" if cut else ""
+        _stderr(f"mcpactor: the server's stderr{more}:")
+        for line in self.lines:
+            _stderr(f"  server| {line}")
+
+
+def _stderr(text: str) -> None:
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (BrokenPipeError, ValueError):
+        pass
 
 
 class _Stdout:
@@ -174,7 +288,7 @@ class _Stdout:
             os.close(devnull)
 
 
-async def _run(args: argparse.Namespace, out: _Stdout) -> int:
+async def _run(args: argparse.Namespace, out: _Stdout, server_log: ServerLog) -> int:
     from mcpactor.protocol import types as t
     from mcpactor.protocol.convert import to_wire
 
@@ -185,14 +299,17 @@ async def _run(args: argparse.Namespace, out: _Stdout) -> int:
         options["trace"] = args.trace
     if args.mode != "auto":
         options["mode"] = args.mode
-    arguments = _arguments(args.arguments, "ARGUMENTS") if args.tool is not None else {}
+    arguments = (_arguments(args.arguments if args.arguments is not None else "{}",
+                            "ARGUMENTS") if args.tool is not None else {})
     if (args.task or args.ttl is not None) and args.tool is None:
         raise _cli_error("--task and --ttl need a tool: mcpactor call TARGET TOOL ARGS --task")
     if (args.read or args.prompt) and args.tool is not None:
         flag = "--read URI" if args.read else "--prompt NAME"
         raise _cli_error(f"{flag} takes no tool name: mcpactor call TARGET {flag}")
     prompt_arguments = _arguments(args.prompt_arguments, "--args") if args.prompt else {}
-    async with _connect(args.target, headers, options) as client:
+    if args.server_log and _is_url(args.target):
+        raise _cli_error("--server-log applies to a server started from a command line only")
+    async with _connect(args.target, headers, options, server_log) as client:
         if args.read:
             result = await client.read_resource(args.read)
             if args.json:
@@ -308,13 +425,19 @@ def cmd_call(args: argparse.Namespace) -> int:
     from mcpactor.protocol.errors import McpError
 
     out = _Stdout()
+    server_log = ServerLog(live=args.server_log)
+    failed = True
     try:
-        return trio.run(_run, args, out)
+        status = trio.run(_run, args, out, server_log)
+        failed = status != 0
+        return status
     except CliError:
         raise
     except McpError as exc:
         raise _cli_error(f"{args.target}: {exc.message}") from None
     except (OSError, ValueError) as exc:
+        if _is_url(args.target):
+            raise _cli_error(f"{args.target}: {exc}") from None
         raise _cli_error(f"cannot reach {args.target}: {exc} (give a command line that "
                          "starts an MCP server over stdio, or an http(s):// or ws(s):// "
                          "URL)") from None
@@ -325,3 +448,6 @@ def cmd_call(args: argparse.Namespace) -> int:
         raise _cli_error(f"{args.target}: {type(exc).__name__}: {exc}") from None
     finally:
         out.flush()
+        if failed:
+            # Before the one line that says what failed: that line stays the last.
+            server_log.show()

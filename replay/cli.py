@@ -320,6 +320,8 @@ def _write(path: str, data: bytes) -> None:
     # An output path the user got wrong is their mistake to fix, not a traceback.
     try:
         Path(path).write_bytes(data)
+    except BrokenPipeError:
+        raise  # -o /dev/stdout read by ``| head``: the command's end handles it quietly
     except OSError as exc:
         raise _cli_error(f"cannot write {path}: {exc.strerror or exc} "
                          "(check that the folder exists and is writable)") from None

@@ -1031,6 +1031,7 @@ async def connect_stdio(
     trace: str | os.PathLike[str] | None = None,
     entry_point: str | None = None,
     mode: str = "auto",
+    stderr: int | None = None,
 ) -> AsyncIterator[Client]:
     """Spawn ``command`` as an MCP server over stdio and connect to it (``mode``: the
     era, see :func:`connect_transport`).
@@ -1038,12 +1039,14 @@ async def connect_stdio(
     On exit the server is shut down as the spec says: stdin closed, then SIGTERM, then
     SIGKILL if it does not exit within ``shutdown_timeout`` seconds each. ``trace`` and
     ``entry_point`` record the session for replay (see :func:`connect_transport`).
+    ``stderr``: where the server's stderr goes, a file descriptor (or
+    ``subprocess.DEVNULL``); default: this process's stderr.
     """
     from mcpactor.transports.stdio import StdioClientTransport
 
     _one_tracer(trace, tracer)
     transport = await StdioClientTransport.spawn(
-        command, env=env, cwd=cwd, shutdown_timeout=shutdown_timeout
+        command, env=env, cwd=cwd, shutdown_timeout=shutdown_timeout, stderr=stderr
     )
     initialized = False
     try:

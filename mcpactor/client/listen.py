@@ -24,7 +24,7 @@ import attrs
 import trio
 
 from mcpactor.protocol.errors import ConnectionClosed, McpError, RequestCancelled
-from mcpactor.protocol.jsonrpc import RequestId
+from mcpactor.protocol.jsonrpc import ID_TYPES, RequestId
 from mcpactor.protocol.modern import META_SUBSCRIPTION_ID
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def subscription_of(params: Any) -> RequestId | None:
     """The subscription id a notification's params are tagged with, or None."""
     meta = params.get("_meta") if isinstance(params, dict) else None
     sid = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
-    return sid if type(sid) in (str, int) else None
+    return sid if type(sid) in ID_TYPES else None
 
 
 class Subscription:

@@ -384,7 +384,7 @@ class Connection:
             meta = raw.get("_meta")
             if type(meta) is dict:
                 token = meta.get("progressToken")
-                if type(token) not in (str, int):
+                if type(token) not in jsonrpc.ID_TYPES:
                     if type(token) is float and not self._exact:
                         raise jsonrpc.InexactNumber(token)
                     token = None
@@ -496,7 +496,7 @@ class Connection:
 
     def _receive_cancel(self, raw: dict[str, Any] | None, out: list[Event]) -> None:
         rid = raw.get("requestId") if raw else None
-        if type(rid) not in (str, int):
+        if type(rid) not in jsonrpc.ID_TYPES:
             out.append(Dropped("cancellation without a valid requestId", raw))
             return
         assert rid is not None
@@ -526,7 +526,7 @@ class Connection:
 
     def _receive_progress(self, raw: dict[str, Any] | None, out: list[Event]) -> None:
         token = raw.get("progressToken") if raw else None
-        rid = self._progress_tokens.get(token) if type(token) in (str, int) else None  # type: ignore[arg-type]
+        rid = self._progress_tokens.get(token) if type(token) in jsonrpc.ID_TYPES else None  # type: ignore[arg-type]
         if raw is None or rid is None:
             out.append(Dropped("progress for an unknown token", raw))
             return

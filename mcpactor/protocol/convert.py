@@ -34,6 +34,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from cattrs.preconf.orjson import make_converter
 
 from .errors import InvalidParams
+from .jsonrpc import WideInt
 from .types.completion import CompletionReference, PromptReference, ResourceTemplateReference
 from .types.content import (
     AudioContent,
@@ -125,7 +126,9 @@ converter.register_structure_hook(bool, _structure_bool)
 
 _SCALARS: dict[Any, tuple[type, ...]] = {
     str: (str,),
-    int: (int,),
+    # In a union, an int is an id or a progress token (``str | int``): one too long to
+    # convert stays its digits (jsonrpc.WideInt).
+    int: (int, WideInt),
     float: (float, int),
     bool: (bool,),
     _NoneType: (_NoneType,),

@@ -70,6 +70,15 @@ class ServerBusy(McpError):
 
     code = SERVER_BUSY
 
+    @classmethod
+    def of_limits(cls, max_concurrent_requests: int, max_queued_requests: int) -> ServerBusy:
+        """The refusal a full set of limits (``session.Limits``) answers with: the same
+        message and ``data`` wherever requests are counted."""
+        return cls("Server busy: too many requests in progress; retry later",
+                   data={"reason": "busy", "retryable": True,
+                         "max_concurrent_requests": max_concurrent_requests,
+                         "max_queued_requests": max_queued_requests})
+
 
 class ParseError(RemoteProtocolError):
     """Bytes that are not JSON (or not UTF-8)."""

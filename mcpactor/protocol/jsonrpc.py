@@ -11,12 +11,20 @@ even a double holds it) and refuses to write one. Ids must come back exactly as 
 so both directions have a slower exact path taken only then: a message whose id came
 out as a float, or that orjson refused over a number, is read again by the stdlib's
 ``json`` (:func:`_exact_loads`); an encoder that orjson refuses retries with the
-stdlib (:func:`_exact_dumps`). The common message never leaves orjson.
+stdlib (:func:`_exact_dumps`). The common message never leaves orjson. An integer
+longer than Python converts from text (4,300 digits: the conversion is quadratic, so
+the bound is a guard against denial of service) is kept as its digits, a
+:class:`WideInt`, and written back as them.
+
+Valid JSON that no message here can carry (a number no double holds, ``1e400``; a
+string holding a lone surrogate, which is no Unicode text) is not a parse error: the
+message is an invalid request (-32600), with its id when the id itself is readable.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any
 
 import attrs
@@ -42,49 +50,171 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+class WideInt(int):
+    """An integer too long for Python to convert from text (past
+    ``sys.get_int_max_str_digits()``, 4,300 digits by default), kept as its digits.
+
+    That is all a request id needs: two are equal (and hash alike) exactly when their
+    digits are, and the encoders here write the digits back as they came. Its ``int``
+    value stands for the digits, not for the number: never compute with it.
+    """
+
+    digits: str
+
+    def __new__(cls, digits: str) -> WideInt:
+        # Linear in the length, unlike a decimal conversion; injective (no digit text
+        # starts with a zero byte), so equality is equality of the digits.
+        self = super().__new__(cls, int.from_bytes(digits.encode("ascii"), "big"))
+        self.digits = digits
+        return self
+
+    def __repr__(self) -> str:
+        return self.digits
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return format(self.digits, spec)
+
+    def __reduce__(self) -> tuple[type[WideInt], tuple[str]]:
+        return WideInt, (self.digits,)
+
+
+#: The types an id (or a progress token) may have once parsed: ``type(x) in ID_TYPES``
+#: (bool, which Python counts as an int, is not one).
+ID_TYPES: frozenset[type] = frozenset({str, int, WideInt})
+
+
 def _exact_int(text: str) -> int:
     try:
         return int(text)
-    except ValueError:  # past sys.get_int_max_str_digits(): say so in plain words
-        raise ValueError(f"an integer of {len(text)} digits is too long") from None
+    except ValueError:  # past sys.get_int_max_str_digits(): keep the digits
+        return WideInt(text)
 
 
-def _exact_float(text: str) -> float:
+class _Unrepresentable:
+    """A number no double holds (``1e400``), in place of its value while a message is
+    classified (:func:`_classify_exact`): valid JSON, but not carried."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _strict_float(text: str) -> float:
     value = float(text)
     if value in (float("inf"), float("-inf")):
         raise ValueError(f"number {text[:32]} is infinity when parsed as double")
     return value
 
 
+def _lenient_float(text: str) -> Any:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        return _Unrepresentable(text[:32])
+    return value
+
+
 _DECODER = json.JSONDecoder(
-    parse_int=_exact_int, parse_float=_exact_float, parse_constant=_refuse_constant
+    parse_int=_exact_int, parse_float=_strict_float, parse_constant=_refuse_constant
+)
+_LENIENT_DECODER = json.JSONDecoder(
+    parse_int=_exact_int, parse_float=_lenient_float, parse_constant=_refuse_constant
 )
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _exact_loads(data: bytes | bytearray | memoryview | str) -> Any:
+def _exact_loads(data: bytes | bytearray | memoryview | str, *, lenient: bool = False) -> Any:
     """Decode JSON with every integer exact, as strictly as orjson does otherwise.
 
     The slow path (see the module): raises ValueError for anything orjson refuses
     too, and for text no encoder here could write back (lone surrogates).
+    ``lenient``: such valid JSON is decoded (a number no double holds as an
+    :class:`_Unrepresentable`, a lone surrogate as it is) for :func:`_classify_exact`.
     """
     if not isinstance(data, str):
         data = bytes(data).decode("utf-8")  # UnicodeDecodeError is a ValueError
     try:
+        if lenient:
+            return _LENIENT_DECODER.decode(data)
         obj = _DECODER.decode(data)
         # What we accept we must be able to send back (answers echo ids and params):
         # strings with lone surrogates, which orjson refuses, fail here.
-        _ENCODER.encode(obj).encode("utf-8")
+        if _unrepresentable(obj) is not None:
+            raise ValueError("a string holds a lone surrogate")
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
-    except UnicodeEncodeError:
-        raise ValueError("a string holds a lone surrogate") from None
     return obj
 
 
+def _unrepresentable(value: Any) -> str | None:
+    """What in a decoded value no message can carry (see the module), or None."""
+    t = type(value)
+    if t is str:
+        if value.isascii():
+            return None
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a string holds a lone surrogate, which is not Unicode text"
+        return None
+    if t is dict:
+        for key, item in value.items():
+            why = _unrepresentable(key) or _unrepresentable(item)
+            if why is not None:
+                return why
+        return None
+    if t is list:
+        for item in value:
+            why = _unrepresentable(item)
+            if why is not None:
+                return why
+        return None
+    if t is _Unrepresentable:
+        return f"number {value.text} is out of the range of a double"
+    return None
+
+
+def _has_wide(value: Any) -> bool:
+    t = type(value)
+    if t is WideInt:
+        return True
+    if t is dict:
+        return any(_has_wide(item) for item in value.values())
+    if t is list or t is tuple:
+        return any(_has_wide(item) for item in value)
+    return False
+
+
+#: Stands for a :class:`WideInt` while the stdlib encodes (see :func:`_exact_dumps`);
+#: the random part keeps any string a peer sends from being taken for one.
+_WIDE_MARK = f"\x00wide-{secrets.token_hex(8)}-"
+
+
+def _swap_wide(value: Any, found: list[WideInt]) -> Any:
+    t = type(value)
+    if t is WideInt:
+        found.append(value)
+        return f"{_WIDE_MARK}{len(found) - 1}"
+    if t is dict:
+        return {key: _swap_wide(item, found) for key, item in value.items()}
+    if t is list or t is tuple:
+        return [_swap_wide(item, found) for item in value]
+    return value
+
+
 def _exact_dumps(obj: Any) -> bytes:
-    """Encode what orjson refused to (integers past 64 bits), in orjson's layout."""
-    return _ENCODER.encode(obj).encode("utf-8")
+    """Encode what orjson refused to (integers past 64 bits), in orjson's layout;
+    a :class:`WideInt` as its digits."""
+    if not _has_wide(obj):
+        return _ENCODER.encode(obj).encode("utf-8")
+    found: list[WideInt] = []
+    text = _ENCODER.encode(_swap_wide(obj, found))
+    mark = _ENCODER.encode(_WIDE_MARK)[:-1]  # the mark as it is written, less its end quote
+    for i, wide in enumerate(found):
+        text = text.replace(f"{mark}{i}\"", wide.digits, 1)
+    return text.encode("utf-8")
 
 
 def dumps(obj: Any) -> bytes:
@@ -233,21 +363,21 @@ def parse(data: bytes | str) -> Message | Invalid | Batch:
     try:
         obj = _loads(data)
     except _JSONDecodeError as exc:
-        obj = _parse_exact(data, exc)
+        return _classify_exact(_parse_exact(data, exc))
     if type(obj) is dict:
         if type(obj.get("id")) is float:
-            obj = _parse_exact(data, None)
+            return _classify_exact(_parse_exact(data, None))
         msg = parse_object(obj)
         # A notification's ids live in its params (a request's progress token is
         # checked where the Connection reads it: see InexactNumber).
         if msg.__class__ is Notification and _inexact_params(msg.params):
-            msg = parse_object(_parse_exact(data, None))
+            return _classify_exact(_parse_exact(data, None))
         return msg
     if type(obj) is list:
         if not obj:
             return Invalid(None, InvalidRequest("Invalid Request: empty batch"), obj)
         if _has_inexact_id(obj):
-            obj = _parse_exact(data, None)
+            return _classify_exact(_parse_exact(data, None))
         return Batch([parse_object(item) for item in obj])
     return Invalid(
         None, InvalidRequest("Invalid Request: a message must be a JSON object"), obj
@@ -263,31 +393,62 @@ class InexactNumber(Exception):
 def parse_exact(data: bytes | str) -> Message | Invalid | Batch:
     """:func:`parse` with every integer exact (the stdlib's slower ``json``): for a
     message in which orjson read a wide integer as a float where it matters."""
-    obj = _parse_exact(data, None)
-    if type(obj) is dict:
-        return parse_object(obj)
-    if type(obj) is list and obj:
-        return Batch([parse_object(item) for item in obj])
-    return parse(data)  # anything else: no wide number changes its answer
+    return _classify_exact(_parse_exact(data, None))
 
 
 def _parse_exact(data: bytes | str, refused: ValueError | None) -> Any:
     """:func:`parse`'s slow path: read ``data`` again with every integer exact, after
-    orjson ``refused`` it (over a number, else that is the answer) or read an id as a
-    float (``refused`` None)."""
-    if refused is not None and not _number_trouble(refused):
+    orjson ``refused`` it (over a number, a lone surrogate, else that is the answer)
+    or read an id as a float (``refused`` None). What no message can carry is left in
+    for :func:`_classify_exact`."""
+    if refused is not None and not _number_trouble(refused) and not _surrogate_trouble(refused):
         raise ParseError(f"Parse error: {refused}", data={"reason": str(refused)}) from None
     try:
-        return _exact_loads(data)
+        return _exact_loads(data, lenient=True)
     except ValueError as exc:
         reason = str(exc)
         raise ParseError(f"Parse error: {reason}", data={"reason": reason}) from None
 
 
+def _surrogate_trouble(exc: ValueError) -> bool:
+    """Whether orjson refused a document over a lone surrogate (valid JSON text)."""
+    return str(exc).lower().find("surrogate") >= 0
+
+
+def _classify_exact(obj: Any) -> Message | Invalid | Batch:
+    """:func:`parse_object` for what the exact path read, which may hold what no
+    message can carry (see the module): an id that is such a value is not an id
+    (-32600 with id null); such a value anywhere else makes the message an invalid
+    request answered with its id."""
+    if type(obj) is list:
+        if not obj:
+            return Invalid(None, InvalidRequest("Invalid Request: empty batch"), obj)
+        return Batch([_classify_item(item) for item in obj])
+    if type(obj) is dict:
+        return _classify_item(obj)
+    return Invalid(
+        None, InvalidRequest("Invalid Request: a message must be a JSON object"), obj
+    )
+
+
+def _classify_item(obj: Any) -> Message | Invalid:
+    if type(obj) is dict:
+        why = _unrepresentable(obj.get("id"))
+        if why is not None:
+            return Invalid(None, InvalidRequest(
+                f'Invalid Request: "id" must be a string or an integer ({why})'), None)
+        why = _unrepresentable(obj)
+        if why is not None:
+            rid = obj.get("id")
+            return Invalid(rid if _valid_id(rid) else None,
+                           InvalidRequest(f"Invalid Request: {why}"), None)
+    return parse_object(obj)
+
+
 def _valid_id(value: Any) -> bool:
     # MCP narrows JSON-RPC: ids are strings or integers, never null (and bool is not an int).
     t = type(value)
-    return t is str or t is int
+    return t is str or t is int or t is WideInt
 
 
 def parse_object(obj: Any) -> Message | Invalid:
@@ -397,6 +558,7 @@ def encode_message(msg: Message) -> bytes:
 
 
 __all__ = [
+    "ID_TYPES",
     "INVALID_REQUEST",
     "Batch",
     "ErrorObject",
@@ -409,6 +571,7 @@ __all__ = [
     "Request",
     "RequestId",
     "Response",
+    "WideInt",
     "dumps",
     "encode_batch",
     "encode_error",

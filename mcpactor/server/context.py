@@ -400,7 +400,7 @@ class Context(Generic[LifespanT]):
         *,
         timeout: Timeout | float | None = None,
         key: str | None = None,
-    ) -> t.ElicitResult: ...
+    ) -> ElicitationResult[dict[str, Any]]: ...
 
     @overload
     async def elicit(
@@ -439,7 +439,7 @@ class Context(Generic[LifespanT]):
         response_type: Any = None,
         timeout: Timeout | float | None = None,
         key: str | None = None,
-    ) -> t.ElicitResult | ElicitationResult[Any]:
+    ) -> ElicitationResult[Any]:
         """Ask the user for structured input (form-mode ``elicitation/create``).
 
         ``requested_schema`` (or ``response_type=``, FastMCP's name for it) is a type, or
@@ -448,8 +448,9 @@ class Context(Generic[LifespanT]):
         float, bool, a ``Literal``/``Enum`` of strings or a list of those; or one such
         value alone) gives its form schema and an :class:`ElicitationResult` whose
         ``data`` is an instance of it once accepted (``action`` says whether). A dict
-        is sent as it is and gives the client's :class:`~mcpactor.protocol.types.
-        ElicitResult`. A type no form can hold is a TypeError before anything is sent.
+        is sent as it is, and ``data`` is then the accepted content, a dict (``content``
+        too, in either case: the form content as the client sent it). A type no form
+        can hold is a TypeError before anything is sent.
 
         Accepted content that does not match the schema (or does not convert to the
         type) raises :class:`~mcpactor.protocol.errors.InvalidResult` (in a tool: an
@@ -487,10 +488,13 @@ class Context(Generic[LifespanT]):
                 raise InvalidResult(
                     f"the client's elicitation content does not match the requested schema: "
                     f"{error}", data={"path": error.path, "reason": error.reason})
+        content = to_wire(result.content) if result.content is not None else None
         if form is not None:
-            content = to_wire(result.content) if result.content is not None else None
             return form.result(result.action, content)
-        return result
+        # A schema written by hand: the content is the answer as it is.
+        return ElicitationResult(action=result.action,
+                                 data=content if result.action == "accept" else None,
+                                 content=content)
 
     async def elicit_url(
         self,

@@ -32,17 +32,21 @@ When the table is full (``max_connections``), or one peer address holds its shar
 (``max_connections_per_peer``), the waiting connections are closed to make room,
 idle ones first, then the longest-waiting: only when none is waiting (all busy) is
 a new connection refused (503). Closing means closing the socket, which wakes the
-connection's task out of its read; a busy connection is never touched.
+connection's task out of its read; a busy connection is never touched. The waiting
+connections are kept in order (:class:`_Group`), so making room and expiring cost
+O(1) per connection closed, never a scan of the table per accept. A refusal reads
+what its client sent (bounded: ``refusal_linger``, ``max_drain_bytes``) before
+closing, so the client reads the 503 rather than a reset.
 """
 
 from __future__ import annotations
 
-import heapq
-import ipaddress
+import errno
 import logging
+import os
 import socket
-from collections.abc import Awaitable, Callable, Collection, MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, NoReturn
 from urllib.parse import unquote
 
 import attrs
@@ -57,7 +61,10 @@ from mcpactor.transports.http_options import (
     KEEP_ALIVE_TIMEOUT,
     MAX_CONNECTIONS,
     MAX_CONNECTIONS_PER_PEER,
+    MAX_REFUSALS,
+    REFUSAL_LINGER,
 )
+from mcpactor.transports.peers import peer_key
 from mcpactor.transports.security import redact_target
 
 log = logging.getLogger("mcpactor.http.h11")
@@ -111,8 +118,16 @@ class H11Options:
     max_connections_per_peer: int = attrs.field(
         default=MAX_CONNECTIONS_PER_PEER, validator=attrs.validators.ge(0))
     #: Bytes of a request body the app left unread that are drained to keep the
-    #: connection; past this the connection is closed instead.
+    #: connection; past this the connection is closed instead. A refusal (503, 431,
+    #: ...) reads and drops at most this much of what its client sent.
     max_drain_bytes: int = 64 * 1024
+    #: Seconds a refusal may take: its answer written, then what the client sent read
+    #: (and dropped) until the client closes, so that closing with input unread does
+    #: not reset the connection under the answer.
+    refusal_linger: float = attrs.field(default=REFUSAL_LINGER, validator=_positive)
+    #: 503 refusals being answered at once (each holds a descriptor for up to
+    #: ``refusal_linger``); past it a connection without room is closed at once.
+    max_refusals: int = attrs.field(default=MAX_REFUSALS, validator=attrs.validators.ge(0))
     #: Bytes of a pipelined next request buffered while a response is in progress.
     max_pipelined_bytes: int = 64 * 1024
 
@@ -125,11 +140,16 @@ _HEAD, _BODY, _H11_HEAD = 0, 1, 2
 class _Conn:
     """One TCP connection: the socket and the bytes read but not yet consumed."""
 
-    __slots__ = ("buf", "cache", "client", "done", "eof", "opts", "peer", "reaped",
+    __slots__ = ("buf", "cache", "client", "eof", "group", "opts", "peer", "raw", "reaped",
                  "server", "stream", "table", "wait_kind", "wait_since")
 
-    def __init__(self, stream: trio.SocketStream, opts: H11Options) -> None:
-        self.stream = stream
+    #: The socket as Trio's stream, made when the connection's task starts
+    #: (:meth:`open`): one the table closes before that never costs Trio's setup.
+    stream: trio.SocketStream
+
+    def __init__(self, raw: socket.socket, opts: H11Options,
+                 server: tuple[str, int] | None, client: tuple[str, int] | None) -> None:
+        self.raw: socket.socket | None = raw
         self.opts = opts
         self.buf = bytearray()
         self.cache = http11.HeadCache()
@@ -141,16 +161,28 @@ class _Conn:
         self.wait_kind = _HEAD
         #: Closed by the server for waiting too long or to make room.
         self.reaped = False
-        #: Set when the connection is closed, once it has been handed to another task
-        #: (None until then): the task that accepted it waits for it (see __call__).
-        self.done: trio.Event | None = None
-        sock = stream.socket
-        self.server = _addr(_name(sock.getsockname))
-        self.client = _addr(_name(sock.getpeername))
+        self.server = server
+        self.client = client
         #: Whose share of the table this connection counts against.
-        self.peer = _peer_key(self.client)
-        #: The table it is in (set when admitted).
+        self.peer = peer_key(client)
+        #: The table it is in, and its peer's group there (set when admitted).
         self.table: _ConnectionHandler | None = None
+        self.group: _Group | None = None
+
+    def open(self) -> None:
+        """Make the socket Trio's (before the connection is served)."""
+        raw = self.raw
+        assert raw is not None
+        self.stream = trio.SocketStream(trio.socket.from_stdlib_socket(raw))
+        self.raw = None
+
+    def close(self) -> None:
+        """Close the socket now (which wakes a task reading it)."""
+        raw = self.raw
+        if raw is not None:
+            raw.close()  # never Trio's: nothing waits on it
+        else:
+            _close_now(self.stream)
 
     def left(self) -> None:
         """The client went away while its request was still being answered: the app
@@ -159,10 +191,6 @@ class _Conn:
         """
         if self.table is not None:
             self.table._close(self)
-
-    def waiting_idle(self) -> bool:
-        """Idle: waiting for a request with nothing of it received."""
-        return self.wait_kind == _HEAD and not self.buf
 
     async def read(self) -> bool:
         """Append what the socket has to ``buf``; False at end of input."""
@@ -216,16 +244,13 @@ class _FastExchange:
             return await self._after_body()
         buf = c.buf
         if self.remaining and not buf:
-            # Waiting for the body: bounded as a whole (the reaper), the clock read only
-            # when the body has not all arrived with its head.
-            since = self.body_since
-            if since is None:
-                since = self.body_since = trio.current_time()
-            c.wait_kind = _BODY
-            c.wait_since = since
+            # Waiting for the body: bounded as a whole (the reaper), from the first
+            # wait until the body is complete, the clock read only when the body has
+            # not all arrived with its head.
+            if self.body_since is None:
+                self.body_since = trio.current_time()
+                _stalled(c, self.body_since, _BODY)
             got = await c.read()
-            c.wait_since = None
-            c.wait_kind = _HEAD
             if not got or c.reaped:
                 self.disconnected = True
                 return _DISCONNECT
@@ -235,6 +260,8 @@ class _FastExchange:
         self.remaining -= take
         if not self.remaining:
             self.body_done = True
+            if self.body_since is not None:
+                _busy(c)
         return {"type": "http.request", "body": body, "more_body": not self.body_done}
 
     async def _after_body(self) -> Message:
@@ -266,6 +293,8 @@ class _FastExchange:
         if self.head is not None:
             status, headers = self.head
             self.head = None
+            if self.c.wait_since is not None:
+                _busy(self.c)  # answering with the body unread: busy, not waiting
             # A request body the app left unread and too long to drain ends the
             # connection after this response: say so (a client would otherwise send
             # its next request into a closing socket).
@@ -345,19 +374,14 @@ class _Exchange:
                     # Hand over what is here rather than wait for the rest.
                     return {"type": "http.request", "body": b"".join(chunks), "more_body": True}
                 c = self.c
-                if c is not None:
+                if c is not None and self.body_since is None:
                     # Waiting for the body (see _FastExchange.receive).
-                    if self.body_since is None:
-                        self.body_since = trio.current_time()
-                    c.wait_kind = _BODY
-                    c.wait_since = self.body_since
+                    self.body_since = trio.current_time()
+                    _stalled(c, self.body_since, _BODY)
                 try:
                     data = await self.stream.receive_some(_RECV)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     data = b""
-                if c is not None:
-                    c.wait_since = None
-                    c.wait_kind = _HEAD
                 if not data:
                     self.disconnected = True
                     return _DISCONNECT
@@ -367,6 +391,8 @@ class _Exchange:
                 chunks.append(bytes(ev.data))
             elif type(ev) is h11.EndOfMessage:
                 self.body_done = True
+                if self.c is not None and self.body_since is not None:
+                    _busy(self.c)
                 return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
             else:  # ConnectionClosed or anything unexpected mid-body
                 self.disconnected = True
@@ -410,6 +436,8 @@ class _Exchange:
         parts: list[bytes] = []
         if self.head is not None:
             head, self.head = self.head, None
+            if self.c is not None and self.c.wait_since is not None:
+                _busy(self.c)  # answering with the body unread: busy, not waiting
             parts.append(conn.send(head) or b"")
         elif conn.our_state is h11.SEND_RESPONSE:
             raise RuntimeError("http.response.body before http.response.start")
@@ -474,51 +502,237 @@ def _name(get: Callable[[], Any]) -> Any:
         return None
 
 
-def _peer_key(addr: tuple[str, int] | None) -> str:
-    """The address a connection counts against for ``max_connections_per_peer``: the
-    host, or its /64 for IPv6 (one subscriber usually has a whole /64)."""
-    if addr is None:
-        return ""
-    host = addr[0]
-    if ":" not in host:
-        return host
-    try:
-        ip = ipaddress.IPv6Address(host.partition("%")[0])
-    except ValueError:
-        return host
-    if ip.ipv4_mapped is not None:
-        return str(ip.ipv4_mapped)
-    return str(ipaddress.IPv6Network((ip, 64), strict=False))
+class _Group:
+    """Connections of the table (all of them, or one peer's), and among them those
+    waiting for their client, each kind in the order it began to wait: eviction takes
+    the oldest at once, and the reaper stops at the first idle one not expired."""
+
+    __slots__ = ("conns", "idle", "stalled")
+
+    def __init__(self) -> None:
+        self.conns: set[_Conn] = set()
+        #: Waiting with nothing of a request received (new, or between requests).
+        self.idle: dict[_Conn, None] = {}
+        #: Waiting for the rest of a request head (a new connection too, until it is
+        #: read: what it sent is not known yet), or for a body.
+        self.stalled: dict[_Conn, None] = {}
+
+    def waiting(self) -> int:
+        """Connections that may be closed to make room."""
+        return len(self.idle) + len(self.stalled)
 
 
-def _eviction_order(c: _Conn) -> tuple[int, float]:
-    # Idle connections first (closing one costs its client a reconnect at most), then
-    # the ones that have waited longest for a request's head or body.
-    since = c.wait_since
-    assert since is not None
-    return (0 if c.waiting_idle() else 1), since
+def _idle(c: _Conn, now: float) -> None:
+    """``c`` waits for a request, nothing of it received yet."""
+    c.wait_since = now
+    c.wait_kind = _HEAD
+    table = c.table
+    if table is not None:
+        group = c.group
+        assert group is not None
+        if table.all.stalled.pop(c, 0) is None:
+            del group.stalled[c]
+        table.all.idle[c] = None
+        group.idle[c] = None
+
+
+def _stalled(c: _Conn, since: float, kind: int) -> None:
+    """``c`` waits (since ``since``) for the rest of a head, or for a body."""
+    c.wait_since = since
+    c.wait_kind = kind
+    table = c.table
+    if table is not None:
+        group = c.group
+        assert group is not None
+        if table.all.idle.pop(c, 0) is None:
+            del group.idle[c]
+        if c not in group.stalled:
+            table.all.stalled[c] = None
+            group.stalled[c] = None
+
+
+def _busy(c: _Conn) -> None:
+    """``c`` waits for its client no more (a request in hand, a response going out)."""
+    c.wait_since = None
+    c.wait_kind = _HEAD
+    table = c.table
+    if table is not None:
+        group = c.group
+        assert group is not None
+        if table.all.idle.pop(c, 0) is None:
+            del group.idle[c]
+        elif table.all.stalled.pop(c, 0) is None:
+            del group.stalled[c]
 
 
 # What a connection does after an exchange: serve the next request, end, or nothing
 # (another task serves it now).
 _NEXT, _END, _HANDED = "next", "end", "handed"
 
+#: Connections accepted in one scheduler pass, and tasks started in one (see
+#: _ConnectionHandler.accept_from): a pass stays short under a flood, a new client
+#: waits a few passes at most.
+_ACCEPT_BATCH = 128
+_START_MAX = 32
+#: A scheduler pass longer than this makes the next ones start fewer connections.
+_PASS_TARGET = 0.005
+#: Connections the reaper closes in one pass.
+_CLOSE_BATCH = 64
+#: accept() failing for want of descriptors or memory: a pause before the next try.
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+_ACCEPT_BACKOFF = 0.1
+#: accept() failing because the client already left: take the next one.
+_ACCEPT_GONE_ERRNOS = frozenset({errno.ECONNABORTED, errno.EPROTO, errno.EPERM})
+#: The first byte of a TLS handshake record (a ClientHello): never an HTTP method's.
+_TLS_HANDSHAKE = b"\x16"
+
+
+def _close_now(stream: trio.SocketStream) -> None:
+    """Close a connection's socket at once (this wakes a task reading it)."""
+    try:
+        stream.socket.close()
+    except OSError:  # pragma: no cover - closing a socket does not fail on Linux
+        pass
+
 _PLAIN = [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")]
 
 
 class _ConnectionHandler:
-    """Serves the requests of one TCP connection, in order; keeps the table of
-    connections (see the module)."""
+    """Accepts connections and serves the requests of each, in order, in a task of its
+    own; keeps the table of connections (see the module)."""
 
     def __init__(self, app: AsgiApp, opts: H11Options) -> None:
         self.app = app
         self.opts = opts
-        #: Every connection being served (handed-off ones included).
-        self.conns: set[_Conn] = set()
-        #: The same, by peer address (see _peer_key).
-        self.peers: dict[str, set[_Conn]] = {}
-        #: Where connections handed to a new task (see _FastExchange) are served.
+        #: Every connection being served (handed-off ones included, pending ones too).
+        self.all = _Group()
+        #: The same, by peer address (see peers.peer_key).
+        self.groups: dict[str, _Group] = {}
+        #: Where connections are served (and refused).
         self.nursery: trio.Nursery | None = None
+        #: Connections accepted and in the table whose task has not started yet, the
+        #: newest last (see _start_some); one closed meanwhile leaves it at once.
+        self.pending: dict[_Conn, None] = {}
+        #: Refusals still being written or drained (see _refuse_new).
+        self.refusing = 0
+        #: Pending connections a pass starts (adapted by _pace).
+        self.start_batch = _START_MAX
+        self._last_accept_error = -1.0
+
+    # -- accepting ---------------------------------------------------------------------
+
+    async def accept_from(self, sock: socket.socket) -> NoReturn:
+        """Accept connections from one listening socket for ever.
+
+        Under a flood the kernel's queue holds thousands of connections in arrival
+        order, and a new client's is the last. Taking them one per scheduler pass and
+        starting each one's task (Trio's ``serve_listeners``) serves the client only
+        once every connection ahead of it has been started (and, for those that sent a
+        request, answered): seconds. Here every pass takes up to :data:`_ACCEPT_BATCH`
+        at once, enters them in the table (room is made as for any waiting one) and
+        starts the tasks of the newest few; the rest wait, newest on top, and the next
+        passes start more, newest first again. How many a pass starts adapts to how
+        long passes take (:meth:`_pace`): when the connections already started keep
+        the scheduler busy (a flood of requests), fewer are added to its work, so each
+        pass, and every client's next step, stays short. So a new client is served
+        within a few short passes however long the queue, while a burst is taken at
+        the pace the scheduler can run it; the oldest of a flood wait longest, and are
+        the first closed to make room.
+        """
+        while True:
+            await trio.lowlevel.wait_readable(sock)
+            last = trio.current_time()
+            while True:
+                backoff = self._accept_some(sock)
+                self._start_some()
+                if backoff:
+                    await trio.sleep(_ACCEPT_BACKOFF)
+                elif self.pending:
+                    await trio.lowlevel.checkpoint()
+                    now = trio.current_time()
+                    self._pace(now - last)
+                    last = now
+                else:
+                    break
+
+    def _pace(self, pass_time: float) -> None:
+        """Adapt how many pending connections a pass starts to how long the last pass
+        took: halved above :data:`_PASS_TARGET`, grown by one below it (so a flood's
+        work is spread out, and a quiet server drains a burst quickly)."""
+        if pass_time > _PASS_TARGET:
+            self.start_batch = max(1, self.start_batch // 2)
+        elif self.start_batch < _START_MAX:
+            self.start_batch += 1
+
+    def _accept_some(self, sock: socket.socket) -> bool:
+        """Take what the listening socket has (up to a batch) into the table; True when
+        accepting must pause (out of file descriptors or memory)."""
+        now = trio.current_time()
+        server: tuple[str, int] | None = None
+        for _ in range(_ACCEPT_BATCH):
+            try:
+                conn, address = sock.accept()
+            except BlockingIOError:
+                return False
+            except OSError as exc:
+                if exc.errno in _ACCEPT_CAPACITY_ERRNOS:
+                    if now - self._last_accept_error >= 10:
+                        self._last_accept_error = now
+                        log.error("accepting a connection failed (%s): retrying every "
+                                  "%.1f s", os.strerror(exc.errno or 0), _ACCEPT_BACKOFF)
+                    return True
+                if exc.errno in _ACCEPT_GONE_ERRNOS:
+                    continue  # the client left before it was accepted
+                raise
+            if server is None:
+                server = _addr(_name(conn.getsockname))
+            c = _Conn(conn, self.opts, server, _addr(address))
+            refusal = self._admit(c)
+            if refusal is None:
+                # Bounded as an idle connection is (new and silent), but evicted after
+                # idle ones, in arrival order, among those stalled: unread, it may hold
+                # a whole request already (a client's first, on a new connection).
+                _stalled(c, now, _HEAD)
+                self.pending[c] = None
+            else:
+                self._refuse_new(conn, refusal)
+        return False
+
+    def _start_some(self) -> None:
+        """Start the tasks of the newest pending connections (see :meth:`accept_from`)."""
+        pending = self.pending
+        nursery = self.nursery
+        assert nursery is not None
+        started = 0
+        while pending and started < self.start_batch:
+            c, _ = pending.popitem()  # the newest
+            nursery.start_soon(self._start, c)
+            started += 1
+
+    def _refuse_new(self, conn: socket.socket, text: bytes) -> None:
+        """Answer a connection the table has no room for: 503 in a task of its own, which
+        then reads what the client sent before closing (closing with a request unread
+        makes the kernel reset the connection, and the client lose the answer)."""
+        if self.refusing >= self.opts.max_refusals:
+            # Past this many at once, a reset is the cheaper answer.
+            conn.close()
+            return
+        try:
+            stream = trio.SocketStream(trio.socket.from_stdlib_socket(conn))
+        except OSError:
+            conn.close()  # the client is gone already
+            return
+        self.refusing += 1
+        assert self.nursery is not None
+        self.nursery.start_soon(self._refusal, stream, text)
+
+    async def _refusal(self, stream: trio.SocketStream, text: bytes) -> None:
+        try:
+            await self._refuse(stream, 503, text, [(b"retry-after", b"1")])
+        finally:
+            self.refusing -= 1
+
+    # -- the table -----------------------------------------------------------------------
 
     async def reap(self) -> None:
         """Close connections that have waited too long for their client.
@@ -527,97 +741,109 @@ class _ConnectionHandler:
         cancel scope's deadline costs a few microseconds each time, and a request would
         need two. It looks every quarter of the shortest timeout (at most every
         second), so a connection waits between a timeout and 1.25 times that.
+        Connections that came together expire together: they are closed
+        :data:`_CLOSE_BATCH` per scheduler pass, so that the others are not held up
+        while thousands of tasks end at once.
         """
         opts = self.opts
-        idle, head, body = opts.keep_alive_timeout, opts.head_timeout, opts.body_timeout
-        tick = min(max(min(idle, head, body) / 4, 0.01), 1.0)
+        tick = min(max(min(opts.keep_alive_timeout, opts.head_timeout,
+                           opts.body_timeout) / 4, 0.01), 1.0)
         while True:
             await trio.sleep(tick)
             now = trio.current_time()
-            for c in list(self.conns):
-                since = c.wait_since
-                if since is None:
-                    continue
-                kind = c.wait_kind
-                if kind == _BODY:
-                    limit = body
-                elif kind == _H11_HEAD or c.buf:
-                    limit = head
-                else:
-                    limit = idle
-                if now - since >= limit:
+            expired = []
+            idle_limit = self.opts.keep_alive_timeout
+            for c in self.all.idle:  # in the order they began to wait
+                if now - c.wait_since < idle_limit:  # type: ignore[operator]
+                    break
+                expired.append(c)
+            expired += [c for c in self.all.stalled if self._expired(c, now)]
+            for n, c in enumerate(expired):
+                if n and not n % _CLOSE_BATCH:
+                    await trio.lowlevel.checkpoint()
+                    now = trio.current_time()
+                if c.table is self and self._expired(c, now):  # still waiting, still here
                     self._close(c)
+
+    def _expired(self, c: _Conn, now: float) -> bool:
+        since = c.wait_since
+        if since is None:
+            return False
+        opts = self.opts
+        kind = c.wait_kind
+        if kind == _BODY:
+            limit = opts.body_timeout
+        elif kind == _H11_HEAD or c.buf:
+            limit = opts.head_timeout
+        else:
+            limit = opts.keep_alive_timeout
+        return now - since >= limit
 
     def _close(self, c: _Conn) -> None:
         """Close a waiting connection now: out of the table at once (its room is free
         for a new one), and its socket closed, which wakes its task's read."""
         self._forget(c)
         c.reaped = True
-        sock = c.stream.socket
-        try:
-            sock.close()
-        except OSError:  # pragma: no cover - closing a socket does not fail on Linux
-            pass
+        c.close()
 
     def _forget(self, c: _Conn) -> None:
-        if c in self.conns:
-            self.conns.discard(c)
-            group = self.peers[c.peer]
-            group.discard(c)
-            if not group:
-                del self.peers[c.peer]
+        if c.table is self:
+            self.pending.pop(c, None)
+            c.table = None
+            group = c.group
+            assert group is not None
+            c.group = None
+            for g in (self.all, group):
+                g.conns.discard(c)
+                g.idle.pop(c, None)
+                g.stalled.pop(c, None)
+            if not group.conns:
+                del self.groups[c.peer]
 
-    def _make_room(self, pool: Collection[_Conn], need: int) -> bool:
-        """Close ``need`` waiting connections of ``pool`` (idle first, then the
-        longest-waiting); False, closing none, when fewer are waiting.
-
-        Under a flood every new connection would scan the whole pool: closing a
-        sixty-fourth of it at once keeps that to one scan per many accepts.
-        """
-        waiting = [c for c in pool if c.wait_since is not None]
-        if len(waiting) < need:
+    def _make_room(self, group: _Group, need: int) -> bool:
+        """Close ``need`` waiting connections of ``group``: idle ones first, then the
+        stalled ones, each kind the longest-waiting first; False, closing none, when
+        fewer are waiting. Each is taken at once, whatever the size of the table."""
+        if group.waiting() < need:
             return False
-        count = min(len(waiting), max(need, len(pool) // 64))
-        for c in heapq.nsmallest(count, waiting, key=_eviction_order):
-            self._close(c)
-        log.debug("closed %d waiting connections to make room", count)
+        for _ in range(need):
+            self._close(next(iter(group.idle or group.stalled)))
         return True
 
     def _admit(self, c: _Conn) -> bytes | None:
         """Enter ``c`` in the table, making room if needed; the refusal otherwise."""
         opts = self.opts
         cap = opts.max_connections_per_peer
-        group = self.peers.get(c.peer)
-        if cap and group is not None and len(group) >= cap \
-                and not self._make_room(group, len(group) - cap + 1):
+        group = self.groups.get(c.peer)
+        if cap and group is not None and len(group.conns) >= cap \
+                and not self._make_room(group, len(group.conns) - cap + 1):
             return b"too many connections from this address\n"
-        if len(self.conns) >= opts.max_connections \
-                and not self._make_room(self.conns, len(self.conns) - opts.max_connections + 1):
+        total = len(self.all.conns)
+        if total >= opts.max_connections \
+                and not self._make_room(self.all, total - opts.max_connections + 1):
             return b"too many connections\n"
-        self.conns.add(c)
-        c.table = self
-        group = self.peers.get(c.peer)
+        group = self.groups.get(c.peer)  # closing may have emptied it
         if group is None:
-            group = self.peers[c.peer] = set()
-        group.add(c)
+            group = self.groups[c.peer] = _Group()
+        c.table = self
+        c.group = group
+        self.all.conns.add(c)
+        group.conns.add(c)
         return None
 
-    async def __call__(self, stream: trio.SocketStream) -> None:
-        c = _Conn(stream, self.opts)
-        refusal = self._admit(c)
-        if refusal is not None:
-            try:
-                async with stream:
-                    await self._refuse(stream, 503, refusal, [(b"retry-after", b"1")])
-            except _BROKEN:
-                pass
+    # -- serving -------------------------------------------------------------------------
+
+    async def _start(self, c: _Conn) -> None:
+        """A pending connection's task: serve it, unless it was closed meanwhile."""
+        if c.reaped:
+            return
+        try:
+            c.open()
+        except OSError:  # the client left before this task started
+            self._forget(c)
+            c.close()
             return
         await self._run(c)
-        if c.done is not None:
-            # Handed to another task: trio.serve_listeners closes the stream as soon as
-            # this returns, which would cut the connection under that task (a client
-            # reusing it lost its next request), so wait until it is really over.
-            await c.done.wait()
 
     async def _run(self, c: _Conn) -> None:
         """Serve ``c`` until it ends (then close it) or is handed to another task."""
@@ -629,37 +855,52 @@ class _ConnectionHandler:
         finally:
             if not handed:
                 self._forget(c)
-                try:
-                    await trio.aclose_forcefully(c.stream)
-                finally:
-                    if c.done is not None:
-                        c.done.set()
+                # Closed here, at once: no scheduler pass (aclose's checkpoint) per
+                # connection, which counts when thousands end together.
+                c.close()
 
     def _hand_off(self, c: _Conn) -> None:
         assert self.nursery is not None
-        if c.done is None:
-            c.done = trio.Event()
         self.nursery.start_soon(self._run, c)
 
     async def _refuse(
         self, stream: trio.SocketStream, status: int, text: bytes,
         extra: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
+        """Answer ``status`` and end the connection cleanly: the answer, then our side
+        shut, then whatever the client sent read and dropped until it closes its side
+        (bounded), so that no unread byte makes the kernel reset the connection under
+        the answer. The caller closes the socket (after the end of input, no reset)."""
         head, _, _, _ = http11.response_head(
             status, [*_PLAIN, *(extra or ()), (b"content-length", b"%d" % len(text))]
         )
-        with trio.move_on_after(1):
-            await stream.send_all(head + text)
+        with trio.move_on_after(self.opts.refusal_linger):
+            try:
+                await stream.send_all(head + text)
+                stream.socket.shutdown(socket.SHUT_WR)
+                drained = 0
+                while drained <= self.opts.max_drain_bytes:
+                    data = await stream.receive_some(_RECV)
+                    if not data:
+                        break
+                    drained += len(data)
+            except (*_BROKEN, OSError):
+                pass
+        _close_now(stream)
 
     async def _serve(self, c: _Conn) -> bool:
         """Serve requests until the connection ends (False) or is handed off (True)."""
         opts = self.opts
         while True:
             head = http11.parse_head(c.buf, opts.max_head_bytes, c.cache) if c.buf else None
-            if head is None:
+            if head is None and c.wait_since is None:
                 # Waiting for a head (the reaper bounds it): the whole head, not each
-                # read (a client trickling a byte at a time would never time out).
-                c.wait_since = trio.current_time()
+                # read (a client trickling a byte at a time would never time out). A
+                # new connection waits since it was accepted.
+                if c.buf:
+                    _stalled(c, trio.current_time(), _HEAD)
+                else:
+                    _idle(c, trio.current_time())
             while head is None:
                 if c.eof:
                     if c.buf:
@@ -669,8 +910,18 @@ class _ConnectionHandler:
                 await c.read()
                 if c.reaped:
                     return False
+                if c.buf[:1] == _TLS_HANDSHAKE:
+                    # A TLS client (https:// to this plain port) would wait for a head
+                    # that never comes: tell it, in the plain HTTP it cannot read (its
+                    # TLS library then reports a protocol error at once).
+                    _busy(c)
+                    await self._refuse(c.stream, 400, b"this server speaks plain HTTP, "
+                                                      b"not HTTPS: use http://\n")
+                    return False
                 head = http11.parse_head(c.buf, opts.max_head_bytes, c.cache)
-            c.wait_since = None
+                if head is None and c.buf:
+                    _stalled(c, c.wait_since, _HEAD)  # type: ignore[arg-type]
+            _busy(c)
             if head is http11.FALLBACK:
                 if http11.head_too_large(c.buf, opts.max_head_bytes):
                     await self._refuse(c.stream, 431, b"request header fields too large\n")
@@ -740,11 +991,9 @@ class _ConnectionHandler:
             conn.receive_data(b"")
         stream = c.stream
         try:
-            c.wait_kind = _H11_HEAD
-            c.wait_since = trio.current_time()
+            _stalled(c, trio.current_time(), _H11_HEAD)
             event = await self._next_event(conn, stream)
-            c.wait_since = None
-            c.wait_kind = _HEAD
+            _busy(c)
             if c.reaped or type(event) is not h11.Request:
                 return True  # the client closed, or sent nothing in time
             if await self._exchange(conn, stream, event, c):
@@ -866,19 +1115,31 @@ async def serve_h11(
     ``listen_socket``: accept on this listening socket instead (a worker of
     ``mcpactor run --workers``, sharing its supervisor's socket)."""
     opts = _fit_to_descriptors(options or H11Options())
-    if listen_socket is not None:
-        listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(listen_socket))]
-    else:
-        listeners = await trio.open_tcp_listeners(port, host=host)
-    urls = []
-    for lst in listeners:
-        name = _addr(lst.socket.getsockname())
-        if name is not None:
-            h = f"[{name[0]}]" if ":" in name[0] else name[0]
-            urls.append(f"http://{h}:{name[1]}")
-    handler = _ConnectionHandler(app, opts)
-    async with trio.open_nursery() as nursery:
-        handler.nursery = nursery
-        nursery.start_soon(handler.reap)
-        await nursery.start(trio.serve_listeners, handler, listeners)
-        task_status.started(urls)
+    socks: list[socket.socket] = []
+    try:
+        if listen_socket is not None:
+            # Shared with the other workers of ``--workers``: ours to read, not to close.
+            socks.append(socket.socket(fileno=os.dup(listen_socket.fileno())))
+        else:
+            # Trio binds as it always has (addresses, IPv6-only, SO_REUSEADDR); the
+            # accepting is ours (see _ConnectionHandler.accept_from).
+            for lst in await trio.open_tcp_listeners(port, host=host):
+                with lst.socket:
+                    socks.append(socket.socket(fileno=os.dup(lst.socket.fileno())))
+        urls = []
+        for sock in socks:
+            sock.setblocking(False)
+            name = _addr(sock.getsockname())
+            if name is not None:
+                h = f"[{name[0]}]" if ":" in name[0] else name[0]
+                urls.append(f"http://{h}:{name[1]}")
+        handler = _ConnectionHandler(app, opts)
+        async with trio.open_nursery() as nursery:
+            handler.nursery = nursery
+            nursery.start_soon(handler.reap)
+            for sock in socks:
+                nursery.start_soon(handler.accept_from, sock)
+            task_status.started(urls)
+    finally:
+        for sock in socks:
+            sock.close()

@@ -288,7 +288,16 @@ class HttpPool:
         except (OSError, trio.TooSlowError, trio.BrokenResourceError, ValueError) as exc:
             if stream is not None:
                 await _Conn(stream).aclose()
-            raise HttpClientError(f"cannot connect to {origin.authority}{via}: {exc}") from exc
+            if isinstance(exc, trio.TooSlowError):
+                # Connected, but the TLS handshake got no answer: most often a server
+                # that speaks plain HTTP, waiting for the rest of a request head.
+                why = (f"no answer to the TLS handshake within {self.connect_timeout:g} s "
+                       "(does the server speak plain HTTP? then use http://)"
+                       if stream is not None and origin.scheme == "https" else
+                       f"no connection within {self.connect_timeout:g} s")
+            else:
+                why = str(exc) or type(exc).__name__
+            raise HttpClientError(f"cannot connect to {origin.authority}{via}: {why}") from exc
         self.opened += 1
         # Plain HTTP through a proxy: the proxy is asked for absolute URLs.
         return _Conn(stream, proxy if proxy is not None and origin.scheme == "http" else None)
@@ -301,7 +310,13 @@ class HttpPool:
         except trio.BrokenResourceError as exc:
             # The interesting part (a certificate that does not verify) is the cause.
             cause = exc.__cause__ if exc.__cause__ is not None else exc
-            raise OSError(f"TLS handshake with {host} failed: {cause}") from exc
+            hint = ""
+            if getattr(cause, "reason", None) == "WRONG_VERSION_NUMBER" or isinstance(
+                    cause, ssl.SSLEOFError):
+                # What a plain-HTTP server's answer (or its closing) looks like to TLS.
+                hint = " (the server does not speak TLS here: plain HTTP? then use http://)"
+            raise OSError(f"TLS handshake with {host} failed: {cause or 'connection closed'}"
+                          f"{hint}") from exc
         return ssl_stream
 
     async def _tunnel(self, stream: trio.abc.Stream, origin: Origin, proxy: Proxy) -> None:

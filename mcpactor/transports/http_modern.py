@@ -10,6 +10,9 @@ lives as long as the POST and runs no actor tree (``Session.scoped``): the same 
 dispatcher and writer a handshake session uses, in the POST's own task (a recorded
 one runs its tree, which the recording follows). Errors map to HTTP statuses as the
 revision asks: -32601 is 404; -32020, -32021, -32022 and the ``_meta`` checks are 400.
+
+With no session to count them, such requests are bounded per process by the server's
+``Limits`` (:mod:`.request_gate`): past its slots and queue, -32005 as a session says.
 """
 
 from __future__ import annotations
@@ -25,15 +28,18 @@ from mcpactor.protocol.errors import (
     MISSING_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
     McpError,
+    ServerBusy,
     UnsupportedProtocolVersion,
 )
 from mcpactor.protocol.headers import check_request_headers
 from mcpactor.transports import asgi
 from mcpactor.transports.asgi import Receive, Send
 from mcpactor.transports.http_rules import Headers
+from mcpactor.transports.request_gate import enter_gate
 
 if TYPE_CHECKING:
     from mcpactor.transports.http_server import McpHttpApp
+    from mcpactor.transports.http_session import HttpSession
 
 __all__ = ["is_modern_post", "modern_post", "status_of"]
 
@@ -97,6 +103,36 @@ async def modern_post(
     ):
         return
     hs = app.new_session(app.response_mode, resumable=False)
+    session = hs.session
+    assert session is not None
+    if msg.method in _UNCOUNTED:
+        await _run(app, hs, body, msg, receive, send)
+        return
+    gate = app.request_gate(session.limits)
+    entered = await enter_gate(gate, receive)
+    if not entered:
+        session.close("server busy" if entered is False else "the client left")
+        if entered is False:
+            busy = ServerBusy.of_limits(gate.max_concurrent, gate.max_queued)
+            answer = jsonrpc.encode_error(msg.id, busy)
+            await asgi.send_json(send, answer, status=status_of(answer))
+        return
+    try:
+        await _run(app, hs, body, msg, receive, send)
+    finally:
+        gate.leave()
+
+
+#: Requests that take no slot of the request gate: ``server/discover`` runs no handler
+#: (the connection answers it), and a ``subscriptions/listen`` stream is a subscription
+#: held open for as long as the client likes, not work (its connection counts against
+#: the connection limits).
+_UNCOUNTED = frozenset({"server/discover", "subscriptions/listen"})
+
+
+async def _run(app: McpHttpApp, hs: HttpSession, body: bytes, msg: jsonrpc.Request,
+               receive: Receive, send: Send) -> None:
+    """Run the request in its own session and answer the POST."""
     session = hs.session
     assert session is not None
     if app.options.auth is not None:

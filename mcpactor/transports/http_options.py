@@ -50,6 +50,10 @@ HEAD_TIMEOUT = 10.0
 BODY_TIMEOUT = 30.0
 MAX_CONNECTIONS = 2000
 MAX_CONNECTIONS_PER_PEER = 500
+REFUSAL_LINGER = 1.0
+MAX_REFUSALS = 256
+MAX_SESSIONS = 10_000
+MAX_SESSIONS_PER_PEER = 1000
 
 
 @attrs.frozen(kw_only=True)
@@ -72,7 +76,17 @@ class HttpOptions:
     enable_delete: bool = True
     #: Seconds without HTTP traffic after which a session is closed (None: never).
     session_idle_timeout: float | None = 1800.0
-    max_sessions: int = 10_000
+    #: Sessions at once. A new one past it closes the least recently used idle session
+    #: of the address holding the most, and is refused (503) only when none is idle.
+    max_sessions: int = attrs.field(default=MAX_SESSIONS, validator=attrs.validators.ge(1))
+    #: Sessions opened from one client address (IPv6: one /64) at once; 0: no cap. Past
+    #: it that address's least recently used idle session is closed to make room (its
+    #: client gets 404 and opens a new one, as the spec says), and the new one is refused
+    #: (503) only when none of them is idle: one client cannot fill the table and lock
+    #: everyone out. A tenth of ``max_sessions``; behind a reverse proxy (every client
+    #: has its address) set it to 0.
+    max_sessions_per_peer: int = attrs.field(default=MAX_SESSIONS_PER_PEER,
+                                             validator=attrs.validators.ge(0))
     max_body_size: int = 4 * 1024 * 1024
     #: Requests of one session accepted and not yet answered.
     max_in_flight: int = 64
@@ -119,3 +133,10 @@ class HttpOptions:
     #: with busy connections; behind a reverse proxy (every client has its address)
     #: set it to ``max_connections`` or 0.
     max_connections_per_peer: int = MAX_CONNECTIONS_PER_PEER
+    #: Seconds a refusal (503 when every connection is busy) may take: the answer,
+    #: then what the client sent read and dropped until it closes (at most 64 KiB), so
+    #: a client that sent its request at once reads the 503 rather than a reset.
+    refusal_linger: float = REFUSAL_LINGER
+    #: 503 refusals answered at once (each holds a descriptor up to
+    #: ``refusal_linger``); past it a connection without room is closed at once.
+    max_refusals: int = MAX_REFUSALS

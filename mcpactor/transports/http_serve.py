@@ -132,6 +132,7 @@ async def _serve_h11(
         keep_alive_timeout=o.keep_alive_timeout, head_timeout=o.head_timeout,
         body_timeout=o.body_timeout, max_connections=o.max_connections,
         max_connections_per_peer=o.max_connections_per_peer,
+        refusal_linger=o.refusal_linger, max_refusals=o.max_refusals,
     )
     await serve_h11(app, host=host, port=port, options=options, listen_socket=listen_socket,
                     task_status=task_status)

@@ -44,14 +44,21 @@ from mcpactor.transports.http_rules import (
 )
 from mcpactor.transports.http_session import HttpSession
 from mcpactor.transports.http_stateless import stateless_post
+from mcpactor.transports.peers import peer_of_scope
+from mcpactor.transports.request_gate import RequestGate
 from mcpactor.transports.security import OriginPolicy
+from mcpactor.transports.session_table import SessionTable
 from mcpactor.transports.sse_pump import PumpOptions, pump_stream
 
 if TYPE_CHECKING:
     from mcpactor.scaleout.cluster import Cluster
+    from mcpactor.session.limits import Limits
     from mcpactor.transports.event_store import Stream
 
 log = logging.getLogger("mcpactor.http")
+
+#: Sessions the idle reaper closes in one scheduler step.
+_CLOSE_BATCH = 64
 
 __all__ = ["HTTP_SERVERS", "HttpOptions", "McpHttpApp", "serve_app", "serve_http"]
 
@@ -73,11 +80,16 @@ class McpHttpApp:
         #: Its hooks below are marked [scale-out].
         self.cluster = cluster
         self.policy = OriginPolicy(self.options.allowed_hosts, self.options.allowed_origins)
-        self.sessions: dict[str, HttpSession] = {}
+        #: Sessions by id (and by the address that opened each): session_table.py.
+        self.sessions = SessionTable(self.options.max_sessions,
+                                     self.options.max_sessions_per_peer)
         self._nursery: trio.Nursery | None = None
         #: A tool's ``inputSchema`` by name, for the 2026-07-28 ``Mcp-Param-*`` checks.
         self.tool_schema = self.endpoint.tool_input_schema
         self._metrics: Any = None
+        #: The sessionless (2026-07-28) requests' slots and queue (request_gate.py),
+        #: made with the first of them from the server's limits.
+        self._request_gate: RequestGate | None = None
         if self.options.metrics_path is not None:
             # Before any session exists: sessions read the switch when they are made.
             from mcpactor.observability import enable_prometheus
@@ -89,6 +101,15 @@ class McpHttpApp:
         """The :class:`HttpSession` mode that ``options.json_response`` asks for."""
         jr = self.options.json_response
         return "auto" if jr is None else "json" if jr else "sse"
+
+    def request_gate(self, limits: Limits) -> RequestGate:
+        """The slots and queue every sessionless request of this app shares, sized by
+        ``limits`` (the server's: every session it opens has the same)."""
+        gate = self._request_gate
+        if gate is None:
+            gate = self._request_gate = RequestGate(limits.max_concurrent_requests,
+                                                    limits.max_queued_requests)
+        return gate
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -113,17 +134,44 @@ class McpHttpApp:
         while True:
             await trio.sleep(period)
             now = trio.current_time()
-            for hs in list(self.sessions.values()):
-                if hs.idle_for(now) > timeout and hs.session is not None:
-                    log.info("session %s: idle for %.0fs, closing", hs.id, timeout)
-                    self._forget(hs)
-                    if self.cluster is not None:
-                        self.cluster.retire(hs.id)  # [scale-out] gone for every worker
-                    hs.session.close("idle timeout")
+            expired = [hs for hs in self.sessions.values()
+                       if hs.idle_for(now) > timeout and hs.session is not None]
+            for n, hs in enumerate(expired):
+                if n and not n % _CLOSE_BATCH:
+                    # Sessions opened together expire together: closing thousands in
+                    # one step would hold every other client up for that long.
+                    await trio.lowlevel.checkpoint()
+                    now = trio.current_time()
+                if self.sessions.get(hs.id) is not hs or hs.idle_for(now) <= timeout:
+                    continue  # gone, or used again, while others were closed
+                log.info("session %s: idle for %.0fs, closing", hs.id, timeout)
+                self._close_session(hs, "idle timeout")
 
     def _forget(self, hs: HttpSession) -> None:
         if self.sessions.get(hs.id) is hs:
             del self.sessions[hs.id]
+
+    async def make_room(self, peer: str, send: Send) -> bool:
+        """Before a new session opened from ``peer``: close the idle sessions that make
+        room for it (session_table.py); False, having answered 503, if none can."""
+        closing, refusal = self.sessions.room_for(peer)
+        if refusal is not None:
+            await asgi.send_error(send, HttpError(503, f"Service Unavailable: {refusal}"),
+                                  [(b"retry-after", b"5")])
+            return False
+        if closing:
+            log.info("closing %d idle sessions (least recently used) to make room for "
+                     "a new one from %s", len(closing), peer or "an unknown address")
+        for hs in closing:
+            self._close_session(hs, "closed to make room for a new session")
+        return True
+
+    def _close_session(self, hs: HttpSession, why: str) -> None:
+        self._forget(hs)
+        if self.cluster is not None:
+            self.cluster.retire(hs.id)  # [scale-out] gone for every worker
+        if hs.session is not None:
+            hs.session.close(why)
 
     async def start_session(
         self, mode: str, *, drop_ids: frozenset[Any] = frozenset(), resumable: bool = True,
@@ -237,7 +285,7 @@ class McpHttpApp:
                     if await self.cluster.route(sid.strip(), scope, receive, send):
                         return
             if method == "POST":
-                await self._post(headers, receive, send)
+                await self._post(headers, receive, send, scope)
             elif method == "GET":
                 await self._get(headers, receive, send)
             elif method == "DELETE":
@@ -249,7 +297,7 @@ class McpHttpApp:
             from mcpactor.transports import legacy_sse
 
             if path == opts.sse_path and method == "GET":
-                await legacy_sse.handle_sse(self, headers, receive, send)
+                await legacy_sse.handle_sse(self, headers, receive, send, scope)
                 return
             if path == opts.messages_path or path == opts.messages_path.rstrip("/"):
                 await legacy_sse.handle_message(self, scope, headers, receive, send)
@@ -296,7 +344,8 @@ class McpHttpApp:
 
     # -- POST ---------------------------------------------------------------------------
 
-    async def _post(self, headers: Headers, receive: Receive, send: Send) -> None:
+    async def _post(self, headers: Headers, receive: Receive, send: Send,
+                    scope: Scope | None = None) -> None:
         err = check_accept_post(headers.get("accept")) or check_content_type(
             headers.get("content-type")
         )
@@ -330,7 +379,8 @@ class McpHttpApp:
                 )
                 return
             if headers.get("mcp-session-id") is None or self.options.stateless:
-                await self._initialize(body, items[0], send)
+                await self._initialize(body, items[0], send,
+                                       peer_of_scope(scope) if scope is not None else "")
                 return
         else:
             err = check_protocol_version(headers.get("mcp-protocol-version"))
@@ -348,11 +398,11 @@ class McpHttpApp:
             self.options.auth.note_requests(found.session, items)  # [auth] per-request token
         await self._session_post(found, body, items, is_batch, receive, send)
 
-    async def _initialize(self, body: bytes, msg: Any, send: Send) -> None:
-        if len(self.sessions) >= self.options.max_sessions:
-            await asgi.send_error(send, HttpError(503, "Service Unavailable: too many sessions"))
+    async def _initialize(self, body: bytes, msg: Any, send: Send, peer: str = "") -> None:
+        if not self.options.stateless and not await self.make_room(peer, send):
             return
         hs = await self.start_session(self.response_mode)
+        hs.peer = peer
         assert hs.session is not None
         stream = hs.open_request_stream([msg.id])
         await hs.transport.deliver(body)

@@ -73,8 +73,8 @@ class HttpSession:
 
     # Slots: one of these per session, idle sessions by the thousand.
     __slots__ = ("active_requests", "drop_ids", "ended", "id", "last_activity", "max_in_flight",
-                 "mode", "request_streams", "resumable", "session", "standalone", "store",
-                 "transport")
+                 "mode", "peer", "request_streams", "resumable", "session", "standalone",
+                 "store", "transport")
 
     def __init__(
         self,
@@ -88,6 +88,9 @@ class HttpSession:
         queued: bool = False,
     ) -> None:
         self.id = session_id
+        #: The client address that opened it, as per-address caps count it
+        #: (``peers.peer_key``; "" unknown).
+        self.peer = ""
         #: Whether a client can resume this session's streams (not in stateless mode).
         self.resumable = resumable
         self.mode = mode

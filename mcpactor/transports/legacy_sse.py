@@ -20,6 +20,7 @@ from mcpactor.transports.http_rules import (
     check_accept_get,
     check_content_type,
 )
+from mcpactor.transports.peers import peer_of_scope
 from mcpactor.transports.sse import encode_event
 
 if TYPE_CHECKING:
@@ -28,17 +29,19 @@ if TYPE_CHECKING:
 __all__ = ["handle_message", "handle_sse"]
 
 
-async def handle_sse(app: McpHttpApp, headers: Headers, receive: Receive, send: Send) -> None:
+async def handle_sse(app: McpHttpApp, headers: Headers, receive: Receive, send: Send,
+                     scope: Scope | None = None) -> None:
     """GET /sse: start a session and stream it until the client leaves."""
     err = check_accept_get(headers.get("accept") or "text/event-stream")
     if err is not None:
         await asgi.send_error(send, err)
         return
-    if len(app.sessions) >= app.options.max_sessions:
-        await asgi.send_error(send, HttpError(503, "Service Unavailable: too many sessions"))
+    peer = peer_of_scope(scope) if scope is not None else ""
+    if not await app.make_room(peer, send):
         return
     hs = await app.start_session("single")
     assert hs.session is not None
+    hs.peer = peer
     app.sessions[hs.id] = hs
     endpoint = f"{app.options.messages_path}?session_id={hs.id}"
     stream = hs.standalone

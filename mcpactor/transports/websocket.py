@@ -7,11 +7,14 @@ Host and Origin are checked like on HTTP (browsers can open WebSockets to localh
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 import trio
 import trio_websocket
@@ -27,7 +30,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpactor.ws")
 
-__all__ = ["SUBPROTOCOL", "WebSocketTransport", "open_websocket_transport", "serve_websocket"]
+__all__ = ["SUBPROTOCOL", "WebSocketConnectError", "WebSocketTransport", "open_websocket_transport",
+           "serve_websocket"]
 
 SUBPROTOCOL = "mcp"
 MAX_MESSAGE = 4 * 1024 * 1024
@@ -74,18 +78,91 @@ class WebSocketTransport(Transport):
                 pass
 
 
+class WebSocketConnectError(ConnectionError):
+    """The WebSocket connection could not be opened; the message says why in words
+    (connection refused, the HTTP answer of a server that is not a WebSocket one, ...)."""
+
+
 @asynccontextmanager
 async def open_websocket_transport(
     url: str, *, headers: dict[str, str] | None = None
 ) -> AsyncIterator[WebSocketTransport]:
-    """Connect to ``ws://`` / ``wss://`` ``url`` asking for the ``mcp`` subprotocol."""
+    """Connect to ``ws://`` / ``wss://`` ``url`` asking for the ``mcp`` subprotocol;
+    :class:`WebSocketConnectError` if it cannot be opened."""
     extra = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
-    async with trio_websocket.open_websocket_url(
-        url, subprotocols=[SUBPROTOCOL], extra_headers=extra, max_message_size=MAX_MESSAGE
-    ) as ws:
+    async with AsyncExitStack() as stack:
+        try:
+            ws = await stack.enter_async_context(trio_websocket.open_websocket_url(
+                url, subprotocols=[SUBPROTOCOL], extra_headers=extra,
+                max_message_size=MAX_MESSAGE))
+        except trio_websocket.HandshakeError as exc:
+            raise WebSocketConnectError(_why_not(url, exc)) from exc
+        except OSError as exc:
+            raise WebSocketConnectError(f"cannot connect to {_authority(url)}: "
+                                        f"{_root_reason(exc)}") from exc
         if ws.subprotocol not in (SUBPROTOCOL, None):
             raise TransportClosed(f"the server chose subprotocol {ws.subprotocol!r}")
         yield WebSocketTransport(ws)
+
+
+def _authority(url: str) -> str:
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "wss" else 80)
+    host = parts.hostname or ""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _why_not(url: str, exc: trio_websocket.HandshakeError) -> str:
+    """Why the handshake failed, in one line (trio-websocket's own messages are empty
+    or a raw tuple)."""
+    where = _authority(url)
+    if isinstance(exc, trio_websocket.ConnectionRejected):
+        said = _said(exc.body)
+        http = urlunsplit(("https" if url.startswith("wss:") else "http",
+                           *urlsplit(url)[1:]))
+        return (f"{where} answered HTTP {exc.status_code} instead of accepting a WebSocket"
+                + (f" ({said})" if said else "")
+                + f": not a WebSocket MCP endpoint (a Streamable HTTP one? try {http})")
+    if isinstance(exc, trio_websocket.ConnectionTimeout):
+        return f"{where} did not complete the WebSocket handshake in time"
+    return f"cannot connect to {where}: {_root_reason(exc)}"
+
+
+def _said(body: bytes | None) -> str:
+    """The gist of a refusal's body: a JSON-RPC error's message, or its first line."""
+    if not body:
+        return ""
+    try:
+        message = json.loads(body)["error"]["message"]
+        if isinstance(message, str):
+            return message[:200]
+    except (ValueError, KeyError, TypeError):
+        pass
+    text = body.decode("utf-8", "replace").strip()
+    return text.splitlines()[0][:200] if text else ""
+
+
+def _root_reason(exc: BaseException) -> str:
+    """The innermost OS reason behind ``exc`` ("connection refused"), else its text."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    fallback = ""
+    while todo:
+        e = todo.pop(0)
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and (e.errno or e.strerror):
+            # trio words its own around the system's ("error connecting to (...): ...");
+            # name resolution's codes are negative, with their own words.
+            text = os.strerror(e.errno) if e.errno and e.errno > 0 else str(e.strerror)
+            return text[0].lower() + text[1:]
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        if not fallback and str(e):
+            fallback = str(e)
+        todo.extend(x for x in (e.__cause__, e.__context__) if x is not None)
+    return fallback or type(exc).__name__
 
 
 async def serve_websocket(

@@ -1,12 +1,21 @@
-"""Connection exhaustion of the built-in HTTP server (issue 16, item 1).
+"""Connection exhaustion of the built-in HTTP server (issue 16, item 1; robustness
+campaign, item 1).
 
 A client holding connections it never uses (idle sockets, request bodies that never
-end) must not lock everyone else out: a fresh client is served within 1 s while 2,100
-such connections are held (the table holds 2,000), because idle and stalled
-connections are evicted, oldest first, before a new one is refused; the per-peer cap
-keeps one address to its share. Busy connections (an SSE answer being streamed, a
-handler running) are never evicted. All on 127.0.0.1; the load tests run a real
-``mcpactor run`` process.
+end, heads trickled a byte at a time, keep-alive connections that sent one request)
+must not lock everyone else out: a fresh client is served within 1 s while 2,100 such
+connections are held (the table holds 2,000), from one address or spread over
+127.0.0.2..9, *while the server is still taking the flood in* as well as after, and
+while ~2,000 of them time out at once, close at once, or trickle a byte each second.
+Idle and stalled connections are evicted, oldest first, before a new one is refused;
+the per-peer cap keeps one address to its share; busy connections (an SSE answer being
+streamed, a handler running) are never evicted. All on 127.0.0.x; the load tests run a
+real ``mcpactor run`` process.
+
+Timing on a loaded 2-core CI machine: every latency is the worst of many fresh
+clients over a window (one slow client is enough to fail), against the 1 s promise; a
+scenario that misses it is run once more on a fresh server before the test fails (the
+code before the campaign missed it by seconds, every time).
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from __future__ import annotations
 import errno
 import resource
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,12 +45,18 @@ from http_support import (
 HERE = Path(__file__).parent
 TARGET = f"{HERE / 'limits_server.py'}:server"
 HELD = 2100
+#: The promise: a fresh client is served within this, whatever is held.
+PROMISE = 1.0
 CHUNKED_HEAD = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                 b"Accept: application/json, text/event-stream\r\n"
                 b"Transfer-Encoding: chunked\r\n\r\n10\r\n{\"jsonrpc\":\"2.0\"\r\n")
 LENGTH_HEAD = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                b"Accept: application/json, text/event-stream\r\n"
                b"Content-Length: 100000\r\n\r\n{\"jsonrpc\":")
+SLOW_HEAD = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+#: What each held connection sends first.
+FIRST = {"idle": b"", "chunked-body": CHUNKED_HEAD, "length-body": LENGTH_HEAD,
+         "slowloris": SLOW_HEAD, "initialize": raw_post(init_body())}
 
 
 @pytest.fixture
@@ -64,10 +80,16 @@ def _port(url: str) -> int:
     return int(url.rsplit(":", 1)[1].split("/")[0])
 
 
-def _hold(port: int, count: int, first: bytes) -> list[socket.socket]:
+def _hold(port: int, count: int, first: bytes, addresses: int = 1) -> list[socket.socket]:
+    """``count`` connections sending ``first``: from 127.0.0.1, or spread over
+    127.0.0.2.. (``addresses`` of them)."""
     socks = []
-    for _ in range(count):
-        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    for i in range(count):
+        s = socket.socket()
+        s.settimeout(5)
+        if addresses > 1:
+            s.bind((f"127.0.0.{2 + i % addresses}", 0))
+        s.connect(("127.0.0.1", port))
         if first:
             s.sendall(first)
         socks.append(s)
@@ -94,7 +116,7 @@ def _closed(s: socket.socket) -> bool:
 def _fresh_initialize(port: int) -> tuple[float, bytes]:
     """A new client's initialize: (seconds until the whole answer, the answer head)."""
     t0 = time.monotonic()
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(raw_post(init_body()))
         head, body, _ = read_raw_response(s)
     waited = time.monotonic() - t0
@@ -103,12 +125,25 @@ def _fresh_initialize(port: int) -> tuple[float, bytes]:
     return waited, head
 
 
+def _worst_wait(port: int, seconds: float) -> tuple[float, int]:
+    """Fresh clients one after another for ``seconds`` (the first at once): the
+    longest any waited, and how many there were."""
+    worst, count = 0.0, 0
+    end = time.monotonic() + seconds
+    while True:
+        waited, _ = _fresh_initialize(port)
+        worst, count = max(worst, waited), count + 1
+        if time.monotonic() >= end:
+            return worst, count
+        time.sleep(0.02)
+
+
 def _settle(socks: list[socket.socket]) -> float:
     """Wait until the server has taken in every held connection (no more of them are
     being closed to make room); the seconds it took."""
     t0 = time.monotonic()
     before, steady = -1, 0
-    while steady < 3 and time.monotonic() - t0 < 10:
+    while steady < 3 and time.monotonic() - t0 < 15:
         time.sleep(0.1)
         now = sum(_closed(s) for s in socks)
         steady = steady + 1 if now == before else 0
@@ -116,40 +151,174 @@ def _settle(socks: list[socket.socket]) -> float:
     return time.monotonic() - t0
 
 
-def _under_load(port: int, first: bytes) -> tuple[float, float, bytes, list[bool]]:
-    """Hold the connections, then time a fresh client: right after the flood (the
-    server still taking it in) and once it is held; what became of the held ones."""
-    socks = _hold(port, HELD, first)
-    try:
-        during, _ = _fresh_initialize(port)
-        _settle(socks)
-        held, head = _fresh_initialize(port)
-        time.sleep(0.2)  # room made for it reaches the sockets
-        return during, held, head, [_closed(s) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+def _kept(attempt: Callable[[], tuple[float, Any]]) -> tuple[float, Any]:
+    """Run a timed scenario (fresh server each time): again once if it missed the
+    promise (a loaded CI machine); the better of the two."""
+    first = attempt()
+    if first[0] < PROMISE:
+        return first
+    print(f"\nmissed the promise once ({first[0] * 1000:.0f} ms): once more")
+    second = attempt()
+    return second if second[0] < first[0] else first
 
 
-@pytest.mark.parametrize(("held", "per_peer"), [
-    ("idle", "default"), ("chunked-body", "default"), ("length-body", "default"),
-    ("idle", "off"), ("chunked-body", "off"),  # the whole table fills: the same policy
+@pytest.mark.parametrize(("held", "addresses", "per_peer"), [
+    ("idle", 1, "default"), ("chunked-body", 1, "default"), ("length-body", 1, "default"),
+    ("initialize", 1, "default"), ("slowloris", 1, "default"),
+    ("idle", 8, "default"), ("chunked-body", 8, "default"), ("initialize", 8, "default"),
+    ("idle", 1, "off"), ("chunked-body", 1, "off"),  # the whole table fills: the same policy
 ])
-def test_a_fresh_client_is_served_while_2100_connections_are_held(
-    http_server: Callable[..., tuple[Any, str]], many_fds: None, held: str, per_peer: str,
+def test_a_fresh_client_is_served_within_1s_during_and_after_a_flood(
+    http_server: Callable[..., tuple[Any, str]], many_fds: None, held: str, addresses: int,
+    per_peer: str,
 ) -> None:
-    first = {"idle": b"", "chunked-body": CHUNKED_HEAD, "length-body": LENGTH_HEAD}[held]
     flags = ["--max-connections-per-peer", "0"] if per_peer == "off" else []
-    _, url = http_server(TARGET, *flags)
-    during, waited, head, closed = _under_load(_port(url), first)
-    print(f"\n{held}, per-peer cap {per_peer}: a fresh client served in {waited * 1000:.0f} ms"
-          f" ({during * 1000:.0f} ms right after the flood)")
-    assert head.startswith(b"HTTP/1.1 200 "), head
-    assert waited < 1.0
-    # Room was made by closing the oldest held connections, not by refusing the new.
-    assert closed[0] and not closed[-1]
-    cap = 500 if per_peer == "default" else 2000
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> tuple[float, Any]:
+        _, url = http_server(TARGET, *flags)
+        port = _port(url)
+        socks = _hold(port, HELD, FIRST[held], addresses)
+        try:
+            # Right after the flood, while the server is still taking it in.
+            during, count = _worst_wait(port, 1.5)
+            _settle(socks)
+            waited, head = _fresh_initialize(port)
+            time.sleep(0.2)  # room made for it reaches the sockets
+            outcome.update(waited=waited, head=head, count=count,
+                           closed=[_closed(s) for s in socks])
+            return max(during, waited), during
+        finally:
+            for s in socks:
+                s.close()
+
+    worst, during = _kept(attempt)
+    print(f"\n{held} from {addresses} address(es), per-peer cap {per_peer}: the worst of "
+          f"{outcome['count']} fresh clients during the flood waited {during * 1000:.0f} ms, "
+          f"one once it is held {outcome['waited'] * 1000:.0f} ms")
+    assert outcome["head"].startswith(b"HTTP/1.1 200 "), outcome["head"]
+    assert worst < PROMISE
+    # Room was made by closing held connections, the older ones first (the oldest of
+    # a flood wait longest), not by refusing the new.
+    closed = outcome["closed"]
+    assert not closed[-1]
+    cap = 500 if per_peer == "default" and addresses == 1 else 2000
     assert sum(closed) >= HELD + 1 - cap
+    assert sum(closed[:HELD // 2]) > sum(closed[HELD // 2:])
+
+
+def _probing(port: int, seconds: float, action: Callable[[], None]) -> float:
+    """Fresh clients for ``seconds`` while ``action`` runs in another thread (started
+    with the first): the longest any waited."""
+    worker = threading.Thread(target=action, daemon=True)
+    worker.start()
+    try:
+        worst, _ = _worst_wait(port, seconds)
+    finally:
+        worker.join(30)
+    return worst
+
+
+@pytest.mark.parametrize("kind", ["idle", "slowloris", "chunked-body"])
+def test_a_fresh_client_is_served_while_2000_connections_time_out_at_once(
+    http_server: Callable[..., tuple[Any, str]], many_fds: None, kind: str,
+) -> None:
+    """The reaper closing ~2,000 connections at once (keep-alive expiry, head timeout,
+    body timeout), spread over 8 addresses: fresh clients across that moment."""
+    flags = ["--keep-alive-timeout", "1", "--head-timeout", "1.5", "--body-timeout", "1.5"]
+    closed_count: list[int] = []
+
+    def attempt() -> tuple[float, Any]:
+        _, url = http_server(TARGET, *flags)
+        port = _port(url)
+        socks = _hold(port, 2000, FIRST[kind], 8)
+        try:
+            # Across the expiry (from 1 s; a body's clock starts when the server has
+            # read its head, so later under this load), until it is over (bounded).
+            t0 = time.monotonic()
+            worst, _ = _worst_wait(port, 1.0)
+            while sum(_closed(s) for s in socks) < 1900 and time.monotonic() - t0 < 8:
+                worst = max(worst, _worst_wait(port, 0.2)[0])
+            worst = max(worst, _worst_wait(port, 0.3)[0])
+            closed_count.append(sum(_closed(s) for s in socks))
+            return worst, None
+        finally:
+            for s in socks:
+                s.close()
+
+    worst, _ = _kept(attempt)
+    print(f"\n{kind}: 2,000 connections timing out, the worst fresh client waited "
+          f"{worst * 1000:.0f} ms")
+    assert worst < PROMISE
+    assert closed_count[-1] >= 1900, (kind, closed_count)  # they did time out meanwhile
+
+
+def test_a_fresh_client_is_served_right_after_2100_sockets_close_at_once(
+    http_server: Callable[..., tuple[Any, str]], many_fds: None,
+) -> None:
+    def attempt() -> tuple[float, Any]:
+        _, url = http_server(TARGET)
+        port = _port(url)
+        socks = _hold(port, HELD, b"", 8)
+        _settle(socks)
+
+        def close_all() -> None:
+            for s in socks:
+                s.close()
+
+        return _probing(port, 1.5, close_all), None
+
+    worst, _ = _kept(attempt)
+    print(f"\n2,100 sockets closing at once: the worst fresh client waited "
+          f"{worst * 1000:.0f} ms")
+    assert worst < PROMISE
+
+
+def test_a_fresh_client_is_served_while_2000_heads_trickle(
+    http_server: Callable[..., tuple[Any, str]], many_fds: None,
+) -> None:
+    """Slowloris: 2,000 heads from 8 addresses, each a byte every half second (all at
+    once: every tick wakes 2,000 connections together)."""
+    def attempt() -> tuple[float, Any]:
+        _, url = http_server(TARGET)
+        port = _port(url)
+        socks = _hold(port, 2000, SLOW_HEAD, 8)
+        try:
+            def trickle() -> None:
+                for _ in range(6):
+                    for s in socks:
+                        try:
+                            s.send(b"X")
+                        except OSError:
+                            pass
+                    time.sleep(0.5)
+
+            return _probing(port, 3.0, trickle), None
+        finally:
+            for s in socks:
+                s.close()
+
+    worst, _ = _kept(attempt)
+    print(f"\n2,000 heads trickling: the worst fresh client waited {worst * 1000:.0f} ms")
+    assert worst < PROMISE
+
+
+def test_a_new_connection_that_speaks_tls_is_told_at_once(
+    http_server: Callable[..., tuple[Any, str]],
+) -> None:
+    """https:// to this plain port: answered (400) at once, not after the head timeout."""
+    import ssl
+
+    _, url = http_server(TARGET)
+    port = _port(url)
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    t0 = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            pytest.raises(ssl.SSLError, match=r"WRONG_VERSION_NUMBER|record layer|wrong version"):
+        context.wrap_socket(raw, server_hostname="127.0.0.1")
+    assert time.monotonic() - t0 < 5
 
 
 def _open_session(port: int) -> tuple[socket.socket, bytes, bytes]:
@@ -250,6 +419,103 @@ async def test_busy_connections_fill_a_cap_then_new_ones_are_refused(cap: str) -
             assert not answer.startswith(b"HTTP/1.1 503 ")
             for b in busy:
                 await b.aclose()
+
+
+def _refused_at_once(port: int, body: bytes, source: str = "127.0.0.1") -> bytes:
+    """A client that sends its request the moment it connects, then reads to the end:
+    what it read (a reset is a failure here, raised)."""
+    with socket.socket() as s:
+        s.settimeout(10)
+        s.bind((source, 0))
+        s.connect(("127.0.0.1", port))
+        s.sendall(raw_post(body))
+        got = b""
+        while chunk := s.recv(65536):
+            got += chunk
+        return got
+
+
+@pytest.mark.parametrize("cap", ["per_peer", "total"])
+async def test_a_client_that_sends_at_once_reads_the_refusal_not_a_reset(cap: str) -> None:
+    """Item 2 of the campaign: with every connection busy, a client that sent its
+    request as it connected got ``ConnectionResetError`` (the server closed with the
+    request unread); now it reads the 503 and ``Retry-After: 1``."""
+    options = ({"max_connections_per_peer": 2} if cap == "per_peer"
+               else {"max_connections": 2, "max_connections_per_peer": 0})
+    with trio.fail_after(30):
+        async with running_app(make_server(), **options) as (_, url):
+            port = _port(url)
+            sid = await _session(port)
+            await trio.sleep(0.2)
+            busy = [await _busy_post(port, sid, rid) for rid in (7, 8)]
+            await trio.sleep(0.2)
+            for body in (init_body(), request_body(1, "ping"), b"x" * 30_000):
+                for _ in range(5):
+                    got = await trio.to_thread.run_sync(_refused_at_once, port, body)
+                    assert got.startswith(b"HTTP/1.1 503 "), got
+                    assert b"retry-after: 1\r\n" in got.lower()
+                    assert got.endswith(b"too many connections from this address\n"
+                                        if cap == "per_peer" else b"too many connections\n")
+            for b in busy:
+                await b.aclose()
+
+
+def test_the_official_sdk_client_gets_the_503_at_scale(
+    http_server: Callable[..., tuple[Any, str]], many_fds: None,
+) -> None:
+    """2,000 busy connections over 4 addresses (the whole table, each address its
+    share): a new client, the official SDK's among them, gets a clean 503."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    _, url = http_server(TARGET)
+    port = _port(url)
+    sids = []
+    for _ in range(33):  # 62 calls each: within a session's in-flight limit (64)
+        s, sid, _ = _open_session(port)
+        s.close()
+        sids.append(sid)
+    busy = []
+    try:
+        for i in range(2000):
+            b = socket.socket()
+            b.bind((f"127.0.0.{2 + i % 4}", 0))
+            b.connect(("127.0.0.1", port))
+            b.sendall(raw_post(request_body(100 + i, "tools/call", {
+                "name": "hang", "arguments": {}}), sids[i % 33]))
+            busy.append(b)
+        # The server starts the flood's connections at its own pace; until it has read
+        # one, it counts as waiting (it may be closed to make room): wait until every
+        # call is running (its SSE answer has begun).
+        deadline = time.monotonic() + 30
+        for b in busy:
+            b.settimeout(max(0.1, deadline - time.monotonic()))
+            assert b.recv(65536).startswith(b"HTTP/1.1 200 "), "a busy call was not started"
+        for source in ("127.0.0.6", "127.0.0.2"):  # a new address, a full one
+            got = _refused_at_once(port, init_body(), source)
+            assert got.startswith(b"HTTP/1.1 503 ") and b"retry-after: 1" in got.lower(), got
+
+        async def sdk() -> BaseException | None:
+            try:
+                with anyio.fail_after(30):
+                    async with streamable_http_client(url) as (read, write, *_), \
+                            ClientSession(read, write) as session:
+                        await session.initialize()
+            except BaseException as exc:  # what the SDK raised is the point
+                while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+                    exc = exc.exceptions[0]
+                return exc
+            return None
+
+        error = anyio.run(sdk)
+        assert error is not None, "a full table served the SDK client"
+        # The server's answer, not a transport failure (httpx's ReadError before).
+        assert "ReadError" not in type(error).__name__ and "Reset" not in repr(error), repr(error)
+        assert "error response" in str(error) or "503" in str(error), repr(error)
+    finally:
+        for b in busy:
+            b.close()
 
 
 def _closed_after(port: int, first: bytes, limit: float) -> float:

@@ -40,3 +40,25 @@ async def test_wide_ids_are_answered_as_sent(json_response: bool | None) -> None
             assert status == 400 and b'"id":' + str(WIDE).encode() + b"," in body, body
         finally:
             await raw.aclose()
+
+
+async def test_ids_past_the_int_text_bound_and_ids_no_message_can_carry() -> None:
+    """A 5,000-digit id (past Python's int-from-text bound) is answered digit for digit;
+    ``1e400`` and a lone surrogate are valid JSON but no id: 400 with -32600, id null."""
+    async with running_app() as (_, url):
+        raw = RawClient(url)
+        try:
+            await raw.initialize()
+            digits = "4" * 5000
+            call = ('{"jsonrpc":"2.0","id":' + digits + ',"method":"tools/call","params":'
+                    '{"name":"echo","arguments":{"text":"hi"}}}').encode()
+            status, _, body = await raw.simple("POST", call)
+            assert status == 200, body
+            assert b'"id":' + digits.encode() + b',"result":' in body, body[:200]
+            for rid in (b"1e400", b"-1e400", b'"\\ud800"'):
+                status, _, body = await raw.simple(
+                    "POST", b'{"jsonrpc":"2.0","id":' + rid + b',"method":"ping"}')
+                assert status == 400, body
+                assert b'"id":null' in body and b"-32600" in body, body
+        finally:
+            await raw.aclose()

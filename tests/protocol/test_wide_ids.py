@@ -8,6 +8,7 @@ sent, digit for digit.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import orjson
@@ -85,11 +86,8 @@ def test_wide_integers_elsewhere_in_the_message_are_exact_when_the_id_is() -> No
 @pytest.mark.parametrize(
     ("text", "why"),
     [
-        (raw_request("1" * 5000), "digits"),  # past Python's int-from-text bound
-        (raw_request("1", params='{"x":1e400}'), "infinity"),  # no double holds it
         # orjson stops at the 400-digit id (no double holds it); the exact path reads on.
         (b'{"jsonrpc":"2.0","id":1' + b"0" * 400 + b',"method":"ping","x":NaN}', "NaN"),
-        (b'{"jsonrpc":"2.0","id":1' + b"0" * 400 + b',"method":"\\ud800"}', "surrogate"),
         (b'{"jsonrpc":"2.0","id":1' + b"0" * 400 + b',"method":"ping"', "delimiter"),
         (b'{"jsonrpc":"2.0","id":' + b"9" * 30 + b',"method":"ping"', "unexpected end"),
     ],
@@ -99,6 +97,92 @@ def test_the_exact_path_is_as_strict_as_orjson(text: bytes, why: str) -> None:
         jsonrpc.parse(text)
     assert info.value.code == -32700
     assert why.lower() in info.value.message.lower(), info.value.message
+
+
+# -- ids past Python's int-from-text bound, and valid JSON no message can carry ----------
+
+LONG = ["1" + "0" * 4300, "9" * 5000, "-" + "7" * 4400, "5" * 200_000]
+
+
+def _digits(text: str) -> str:
+    return f"{len(text)}-digits"
+
+
+@pytest.mark.parametrize("digits", LONG, ids=_digits)
+def test_an_id_past_the_int_text_bound_is_answered_digit_for_digit(digits: str) -> None:
+    """Python converts at most 4,300 digits from text (the conversion is quadratic):
+    a longer id is kept as its digits, equal and hashed by them, written back as them."""
+    msg = jsonrpc.parse(raw_request(digits))
+    assert isinstance(msg, jsonrpc.Request)
+    assert str(msg.id) == repr(msg.id) == f"{msg.id}" == digits
+    again = jsonrpc.parse(raw_request(digits))
+    assert isinstance(again, jsonrpc.Request)
+    assert again.id == msg.id and hash(again.id) == hash(msg.id)
+    other = jsonrpc.parse(raw_request(digits[:-1] + ("1" if digits[-1] != "1" else "2")))
+    assert isinstance(other, jsonrpc.Request) and other.id != msg.id
+    head = b'{"jsonrpc":"2.0","id":' + digits.encode()
+    assert jsonrpc.encode_response(msg.id, {"n": msg.id}) == \
+        head + b',"result":{"n":' + digits.encode() + b"}}"
+    assert jsonrpc.encode_error(msg.id, jsonrpc.ErrorObject(-1, "m")).startswith(head + b",")
+    assert jsonrpc.dumps([msg.id, msg.id, 3]) == f"[{digits},{digits},3]".encode()
+    conn = _server_conn()
+    (reply,) = conn.receive(raw_request(digits))
+    assert isinstance(reply, pc.Reply) and reply.data == head + b',"result":{}}'
+
+
+def test_a_long_id_is_read_in_linear_time() -> None:
+    """No quadratic conversion: a 4 MB id (as large as a message may be) is cheap."""
+    digits = "3" * 4_000_000
+    t0 = time.perf_counter()
+    msg = jsonrpc.parse(raw_request(digits))
+    out = jsonrpc.encode_response(msg.id, {})  # type: ignore[union-attr]
+    assert time.perf_counter() - t0 < 5
+    assert out == b'{"jsonrpc":"2.0","id":' + digits.encode() + b',"result":{}}'
+
+
+def test_a_long_id_is_cancelled_and_is_a_progress_token() -> None:
+    digits = "8" * 4500
+    conn = _server_conn()
+    _initialized(conn)
+    (got,) = conn.receive(raw_request(digits, "tools/list",
+                                      '{"_meta":{"progressToken":' + digits + "1}}"))
+    assert isinstance(got, pc.RequestReceived)
+    assert (str(got.id), str(got.progress_token)) == (digits, digits + "1")
+    cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s}}'
+    (cancelled,) = conn.receive(cancel % digits.encode())
+    assert isinstance(cancelled, pc.CancelReceived) and str(cancelled.request_id) == digits
+
+
+@pytest.mark.parametrize("rid", ["1e400", "-1e400", "1E+999", '"\\ud800"', '"a\\udfff"'])
+def test_an_id_no_message_can_carry_is_an_invalid_id(rid: str) -> None:
+    """Valid JSON, so not a parse error: a number no double holds, a string with a lone
+    surrogate (no Unicode text): not a string or an integer, so -32600 with id null."""
+    for text in (raw_request(rid), b"[" + raw_request(rid) + b"]"):
+        got = jsonrpc.parse(text)
+        item = got.items[0] if isinstance(got, jsonrpc.Batch) else got
+        assert isinstance(item, jsonrpc.Invalid) and item.id is None, item
+        assert item.error.code == -32600
+        assert '"id" must be a string or an integer' in item.error.message
+    (reply,) = _server_conn().receive(raw_request(rid))
+    assert isinstance(reply, pc.Reply)
+    assert reply.data.startswith(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,')
+
+
+@pytest.mark.parametrize(("rid", "message"), [
+    ("1", '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"x":1e400}}'),
+    ("1" + "0" * 400, '{"jsonrpc":"2.0","id":1' + "0" * 400 + ',"method":"\\ud800"}'),
+    ('"s"', '{"jsonrpc":"2.0","id":"s","method":"ping","params":{"\\ud800":1}}'),
+])
+def test_a_message_carrying_such_a_value_is_an_invalid_request_with_its_id(
+    rid: str, message: str,
+) -> None:
+    got = jsonrpc.parse(message.encode())
+    assert isinstance(got, jsonrpc.Invalid) and got.error.code == -32600
+    assert got.id == orjson.loads(rid) if len(rid) < 20 else str(got.id) == rid
+    (reply,) = _server_conn().receive(message.encode())
+    assert isinstance(reply, pc.Reply)
+    assert reply.data.startswith(b'{"jsonrpc":"2.0","id":' + rid.encode() + b',"error":'
+                                 b'{"code":-32600,')
 
 
 def test_a_float_id_is_still_refused() -> None:

@@ -203,3 +203,38 @@ def test_elicitation_result_is_exported() -> None:
     assert mcpactor.ElicitationResult is ElicitationResult
     result: ElicitationResult[Booking] = ElicitationResult(action="decline")
     assert not result.accepted and result.data is None
+
+
+# -- a JSON schema written by hand (the README: "a JSON schema written by hand works too")
+
+HAND_WRITTEN = {"type": "object", "properties": {"date": {"type": "string"},
+                                                 "guests": {"type": "integer"}},
+                "required": ["date"]}
+
+
+def hand_written_server() -> Server:
+    server = Server("elicit-by-hand")
+
+    @server.tool
+    async def book(ctx: Context) -> str:
+        """Ask with a schema written by hand."""
+        answer = await ctx.elicit("Which date, and for how many?", HAND_WRITTEN)
+        assert isinstance(answer, ElicitationResult)
+        if not answer.accepted:
+            return f"{answer.action}: {answer.data}"
+        assert answer.data is not None and answer.data == answer.content
+        return f"{answer.data['date']} x{answer.data.get('guests')}"
+
+    return server
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_hand_written_schema_gives_the_content_as_data(mode: str) -> None:
+    seen: list[Any] = []
+    handlers = _answering(t.ElicitResult(action="accept",
+                                         content={"date": "2026-12-24", "guests": 4}),
+                          t.ElicitResult(action="decline"), seen=seen)
+    async with open_client(hand_written_server(), handlers=handlers, mode=mode) as c:
+        assert _text(await c.call_tool("book")) == "2026-12-24 x4"
+        assert _text(await c.call_tool("book")) == "decline: None"
+    assert seen[0].requested_schema == HAND_WRITTEN  # sent as written

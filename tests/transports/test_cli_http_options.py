@@ -113,7 +113,8 @@ def test_server_choice_and_response_modes() -> None:
 def test_connection_limit_flags() -> None:
     proc, port = _serve("--keep-alive-timeout", "0.3", "--head-timeout", "5",
                         "--body-timeout", "5", "--max-connections", "100",
-                        "--max-connections-per-peer", "100")
+                        "--max-connections-per-peer", "100", "--refusal-linger", "0.5",
+                        "--max-refusals", "10")
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
             t0 = time.monotonic()
@@ -132,6 +133,8 @@ def test_bad_connection_limit_flags_are_refused() -> None:
         (("--body-timeout", "-1"), b"--body-timeout must be a positive number"),
         (("--max-connections", "0"), b"--max-connections must be at least 1"),
         (("--max-connections-per-peer", "-1"), b"--max-connections-per-peer must be 0"),
+        (("--refusal-linger", "0"), b"--refusal-linger must be a positive number"),
+        (("--max-refusals", "-1"), b"--max-refusals must be 0"),
     ]:
         done = subprocess.run(
             [sys.executable, "-m", "mcpactor.cli", "run", SERVER, "--transport", "http",
