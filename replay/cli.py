@@ -53,7 +53,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--against", metavar="CMD|URL",
         help="send the recorded client side to a live server (a command over stdio, or an "
-        "http(s) URL) and report where its answers differ",
+        "http(s):// or ws(s):// URL) and report where its answers differ",
     )
     p.add_argument(
         "--serve", action="store_true",
@@ -110,16 +110,20 @@ def register(sub: Any) -> None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """``mcpactor replay``."""
-    if args.serve and args.against:
+    if args.serve and args.against is not None:
         raise _cli_error("--serve (play the recorded server to a client) and --against (play "
                          "the recorded client to a server) exclude each other")
+    if args.against is not None and not args.against.strip():
+        raise _cli_error("--against needs a command line that starts an MCP server over "
+                         "stdio (e.g. 'python server.py') or an http(s):// or ws(s):// URL, "
+                         "not an empty string")
     request = _request_id(args.interleaving) if args.interleaving is not None else None
     trace = _load(args.trace, require_end=args.until is None and request is None)
-    if request is not None and args.until is None and not (args.serve or args.against):
+    if request is not None and args.until is None and not (args.serve or args.against is not None):
         # Up to the request (its answer, or the last thing its handler did) is enough.
         args.until = _request_end(trace, request, args.session)
     seed = trace.header.get("hash_seed")
-    if isinstance(seed, int) and not (args.serve or args.against) and getattr(
+    if isinstance(seed, int) and not (args.serve or args.against is not None) and getattr(
             args, "restartable", False):
         from mcpactor.tracing.seeds import run_with_hash_seed
 
@@ -130,7 +134,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         from .live import serve_trace
 
         return serve_trace(trace, timeout=args.timeout)
-    if args.against:
+    if args.against is not None:
         from .live import TargetError, replay_against
 
         try:
@@ -231,7 +235,7 @@ def _request_id(text: str) -> Any:
 
 def _against_error(target: str, exc: OSError) -> str:
     return (f"cannot reach {target}: {exc} (--against takes a command line that starts an "
-            "MCP server over stdio, e.g. 'python server.py', or an http(s) URL)")
+            "MCP server over stdio, e.g. 'python server.py', or an http(s):// or ws(s):// URL)")
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -97,6 +97,8 @@ class VirtualCapture:
     def value(self, node: Node, source: str, real: Callable[..., Any], *args: Any) -> Any:
         """What the task read live, while it reads as it did (a task of unchanged code);
         else a value consistent with the virtual clock (or the task's seeded bytes)."""
+        if node.muted:
+            return real(*args)  # inside a transport: its reads are not the task's
         recorded = self._scheduler.read(node, source, lenient=True) if node.id else MISSING
         if recorded is not MISSING:
             return bytes.fromhex(str(recorded)) if source == "urandom" else recorded
