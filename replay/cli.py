@@ -79,6 +79,9 @@ def register(sub: Any) -> None:
     show.add_argument("--all", action="store_true", help="include actor start/stop events")
     show.add_argument("--interleaving", "--request", dest="interleaving", metavar="ID",
                       help="replay the trace and show the steps around request ID")
+    show.add_argument("--session", metavar="SID",
+                      help="with --request: the session of the request (whole-process "
+                      "traces where several sessions used the id)")
     show.set_defaults(func=cmd_show)
     diff = tsub.add_parser("diff", help="compare two traces event by event")
     diff.add_argument("a")
@@ -90,6 +93,9 @@ def register(sub: Any) -> None:
     html.add_argument("-o", "--output", required=True, metavar="OUT.html")
     html.add_argument("--interleaving", "--request", dest="interleaving", metavar="ID",
                       help="replay the trace and add the steps around request ID")
+    html.add_argument("--session", metavar="SID",
+                      help="with --request: the session of the request (whole-process "
+                      "traces where several sessions used the id)")
     html.set_defaults(func=cmd_html)
     find = tsub.add_parser(
         "find", help="the recorded request of a W3C trace id, and how to replay it",
@@ -248,11 +254,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         from .interleave import print_interleaving
 
         print(file=sys.stdout)
-        print_interleaving(_interleaving(trace, args.interleaving), sys.stdout)
+        print_interleaving(_interleaving(trace, args.interleaving, args.session), sys.stdout)
     return 0
 
 
-def _interleaving(trace: Trace, request: str) -> Any:
+def _interleaving(trace: Trace, request: str, session: str | None = None) -> Any:
     """Replay ``trace`` (exactly, noting where each step resumed) and pick the steps
     around ``request``; one-line errors for what prevents it."""
     from .engine import ReplayError, ReplayOptions, replay
@@ -261,6 +267,8 @@ def _interleaving(trace: Trace, request: str) -> Any:
     if trace.version < 2:
         raise _cli_error("--interleaving needs a trace of format version 2 (recorded with "
                          "the schedule): record it again with this mcpactor")
+    # Before the replay: an id several sessions used needs --session (as `replay`).
+    _request_end(trace, _request_id(request), session)
     try:
         result = replay(trace, ReplayOptions(locate=True))
     except ReplayError as exc:
@@ -269,7 +277,7 @@ def _interleaving(trace: Trace, request: str) -> Any:
         raise _cli_error("the replay diverged (run `mcpactor replay` for where): the "
                          "interleaving is shown for a faithful replay only")
     try:
-        return interleaving(trace, result, _request_id(request))
+        return interleaving(trace, result, _request_id(request), session)
     except NoSuchRequest as exc:
         raise _cli_error(str(exc)) from None
 
@@ -314,7 +322,8 @@ def cmd_html(args: argparse.Namespace) -> int:
     from .html import render_html
 
     trace = _load(args.trace, require_end=False)
-    view = _interleaving(trace, args.interleaving) if args.interleaving is not None else None
+    view = (_interleaving(trace, args.interleaving, args.session)
+            if args.interleaving is not None else None)
     _write(args.output, render_html(trace, view).encode("utf-8"))
     print(f"wrote {args.output}")
     return 0

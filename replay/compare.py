@@ -15,6 +15,7 @@ Every difference is listed, not just the first.
 from __future__ import annotations
 
 import bisect
+import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any, TextIO
@@ -116,9 +117,11 @@ def compare(recorded: Iterable[tuple[str | None, Any]],
 
 
 def form(body: Any) -> Any:
-    """A response without its values: an error's code; a result's keys and the types of
-    its values, recursively, keeping the fields that say what kind of thing a value is
-    (``type``, ``isError``, ``resultType``, ``mimeType``)."""
+    """A response with its values masked: an error's code; a result's structure, with
+    every number, and in every string each number and each run of eight or more
+    hexadecimal digits (a uuid, an id, a hash), replaced by a placeholder. Words stay:
+    ``"took 60, 40 left"`` and ``"took 60, -20 left"`` have one form, ``"refused"``
+    another."""
     if not isinstance(body, dict):
         return type(body).__name__
     if "error" in body:
@@ -127,14 +130,27 @@ def form(body: Any) -> Any:
     return _form(body.get("result"))
 
 
-_KINDS = frozenset({"type", "isError", "resultType", "mimeType"})
+_HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F-]*[0-9a-fA-F]{8,}[0-9a-fA-F-]*(?![0-9A-Za-z])")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _hex(match: re.Match[str]) -> str:
+    # Digits alone are a number (masked next); a token with letters a-f is an id.
+    token = match.group(0)
+    return "<hex>" if any(c in "abcdefABCDEF" for c in token) else token
 
 
 def _form(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: (v if k in _KINDS else _form(v)) for k, v in value.items()}
+        return {k: _form(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_form(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        return "#"
+    if isinstance(value, str):
+        return _NUMBER.sub("#", _HEX.sub(_hex, value))
     return type(value).__name__
 
 

@@ -15,6 +15,7 @@ delay after that input.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 from contextlib import AsyncExitStack
@@ -116,9 +117,14 @@ async def _open(target: str, nursery: trio.Nursery, stack: AsyncExitStack,
 
 
 def _why(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    text = str(exc) or type(exc).__name__
+    """The cause of a failure in a few words (the OSError under a library's own)."""
+    seen = exc
+    while not (isinstance(seen, OSError) or str(seen)) and (
+            seen.__cause__ or seen.__context__) is not None:
+        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+    if isinstance(seen, OSError) and seen.strerror:
+        return seen.strerror
+    text = str(seen) or type(seen).__name__
     return text.splitlines()[0]
 
 
@@ -128,6 +134,8 @@ class TargetError(Exception):
 
 #: What the HTTP client answers itself when it could not reach the server at all.
 _UNREACHABLE = ("HTTP request failed",)
+#: What it answers when the server's HTTP status was not an MCP answer (a 404 page).
+_NOT_MCP = re.compile(r"HTTP \d{3} from the server")
 
 
 def _is_response(msg: Any) -> bool:
@@ -135,13 +143,16 @@ def _is_response(msg: Any) -> bool:
         "result" in msg or "error" in msg)
 
 
-def _local_failure(msg: Any) -> str | None:
-    """The message of an error the client transport made up (the server unreachable)."""
+def _local_failure(msg: Any, *, first: bool) -> str | None:
+    """The message of an error the HTTP client transport made up because the server
+    could not be reached (at any time: it is gone), or, as the first answer, because
+    what answered at the URL is not an MCP endpoint (an HTTP error status)."""
     if not _is_response(msg) or not isinstance(msg.get("error"), dict):
         return None
     text = msg["error"].get("message")
-    if msg["error"].get("code") == -32000 and isinstance(text, str) \
-            and text.startswith(_UNREACHABLE):
+    if msg["error"].get("code") != -32000 or not isinstance(text, str):
+        return None
+    if text.startswith(_UNREACHABLE) or (first and _NOT_MCP.match(text)):
         return text
     return None
 
@@ -173,6 +184,9 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
                            for m in _messages(ev) if _is_response(m)})
     async with AsyncExitStack() as stack, trio.open_nursery() as nursery:
         transport = await _open(target, nursery, stack, env, stderr)
+        # A target given up on is not waited for (its shutdown grace is for a target
+        # that answered).
+        stack.callback(_kill, transport)
 
         async def reader() -> None:
             try:
@@ -184,9 +198,9 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
                         except orjson.JSONDecodeError:
                             msg = data.decode("utf-8", "replace")
                         for m in msg if isinstance(msg, list) else [msg]:
-                            failure = _local_failure(m)
-                            if failure is not None:
-                                raise TargetError(f"cannot reach {target}: {failure}")
+                            failure = _local_failure(m, first=not state.answered)
+                            if failure is not None and is_url(target):
+                                raise TargetError(f"cannot use {target}: {failure}")
                             if _is_response(m):
                                 key = orjson.dumps(m["id"]).decode()
                                 state.answered.add(key)
@@ -221,6 +235,7 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
         # answers or for the recorded pacing (waiting could hold up changed code whose
         # answers come later than recorded).
         following = False
+        stuck = False
         for ev in events:
             if _is_msg(ev, server_kind):
                 outs_before += 1
@@ -228,9 +243,13 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
             if not (_is_msg(ev, client_kind)
                     or (ev.kind == "transport_closed" and trace.role == "server")):
                 continue
-            if not following:
+            if not following and not stuck:
                 count = outs_before
-                await wait_for(lambda count=count: len(received) >= count)
+                if not await wait_for(lambda count=count: len(received) >= count):
+                    if state.sent and not state.answered and not ended.is_set():
+                        raise TargetError(_silent(target, timeout))
+                    # It answers no more: the rest goes without waiting, once.
+                    stuck = True
                 following = ack is not None and await trio.Path(ack).exists()
             if ended.is_set() and ev.kind != "transport_closed":
                 raise TargetError(await _gone(target, transport, stderr, received, sent))
@@ -263,11 +282,24 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
         if state.sent and not state.answered:
             if ended.is_set():
                 raise TargetError(await _gone(target, transport, stderr, received, sent))
-            raise TargetError(f"{target} never answered: no response came within "
-                              f"{timeout:g} s of the first request (--timeout sets the wait)")
+            raise TargetError(_silent(target, timeout))
         with trio.CancelScope(shield=True):
             await transport.aclose()
         nursery.cancel_scope.cancel()
+
+
+def _silent(target: str, timeout: float) -> str:
+    return (f"{target} never answered: no response came within {timeout:g} s of the "
+            "first request (--timeout sets the wait)")
+
+
+def _kill(transport: Any) -> None:
+    process = getattr(transport, "process", None)
+    if process is not None and process.returncode is None:
+        try:
+            process.kill()
+        except OSError:
+            pass
 
 
 def _messages(ev: Event) -> list[Any]:
@@ -384,6 +416,27 @@ async def _drive_all(trace: Trace, target: str, timeout: float,
     return got
 
 
+def _one_error(group: BaseExceptionGroup[Any]) -> Exception | None:
+    """The error to report of those a run ended with: the target's unreachability
+    (the reader's, which says why) before what the sender saw of it."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for sub in exc.exceptions:
+                walk(sub)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    errors = [e for e in leaves if isinstance(e, TargetError | OSError)]
+    if not errors or len(errors) != len([e for e in leaves
+                                         if not isinstance(e, trio.Cancelled)]):
+        return None
+    errors.sort(key=lambda e: not str(e).startswith("cannot "))
+    return errors[0]
+
+
 def replay_against(trace: Trace, target: str, *, timeout: float, out: TextIO) -> int:
     """Send the recorded client side to ``target``; 0 if every response matches the
     recorded one (by request id: see :mod:`replay.compare`). Raises
@@ -396,8 +449,6 @@ def replay_against(trace: Trace, target: str, *, timeout: float, out: TextIO) ->
     """
     import tempfile
 
-    from mcpactor.session.groups import sole_exception
-
     from .compare import compare, print_comparison, racy_requests, server_messages
 
     if not target.strip():
@@ -407,9 +458,9 @@ def replay_against(trace: Trace, target: str, *, timeout: float, out: TextIO) ->
         try:
             got = trio.run(_drive_all, trace, target, timeout, follow)
         except BaseExceptionGroup as group:
-            lone = sole_exception(group)
-            if isinstance(lone, TargetError | OSError):
-                raise lone from None
+            found = _one_error(group)
+            if found is not None:
+                raise found from None
             raise
         followed = follow is not None and bool(os.listdir(folder))
     recorded, methods = server_messages(trace)
