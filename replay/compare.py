@@ -85,11 +85,14 @@ def compare(recorded: Iterable[tuple[str | None, Any]],
             replayed: Iterable[tuple[str | None, Any]],
             methods: dict[Any, str], *,
             settled: set[tuple[str | None, str]] | frozenset[Any] = frozenset(),
-            loose: set[tuple[str | None, str]] | frozenset[Any] = frozenset()) -> Comparison:
+            loose: set[tuple[str | None, str]] | frozenset[Any] = frozenset(),
+            references: frozenset[str] = frozenset()) -> Comparison:
     """Compare two runs' server messages (see the module). ``settled``: the responses,
     by ``(session, id JSON)``, known to be the recorded ones (an exact replay reproduced
     them): never listed as changed. ``loose``: the responses compared by their form
-    only (:func:`form`), whose values depended on timing or entropy."""
+    only (:func:`form`), whose values depended on timing or entropy. ``references``:
+    strings of recorded answers that later inputs quote back (:func:`references`): a
+    server's opaque state (a ``requestState``, a task id), compared as present only."""
     rec_resp, rec_note, rec_req = _split(recorded)
     new_resp, new_note, new_req = _split(replayed)
     changes: list[Change] = []
@@ -97,6 +100,8 @@ def compare(recorded: Iterable[tuple[str | None, Any]],
         if key in settled:
             continue
         a, b = rec_resp.get(key), new_resp.get(key)
+        if references and a is not None and b is not None:
+            a, b = _unreferenced(a, b, references)
         if key in loose and a is not None and b is not None and form(a) == form(b):
             continue
         if a != b:
@@ -114,6 +119,52 @@ def compare(recorded: Iterable[tuple[str | None, Any]],
                          + ("" if len(a) != len(b) else ", with other params"))
     sessions = tuple(dict.fromkeys(sid for sid, _ in rec_resp))
     return Comparison(tuple(changes), len(rec_resp), tuple(notes), sessions)
+
+
+def references(trace: Trace, *, shortest: int = 8) -> frozenset[str]:
+    """The strings (``shortest`` characters or more) of the server's recorded messages
+    that the client's later messages quote back: state the server handed out for the
+    client to return (a ``requestState``, a task id, a cursor)."""
+    inbound, outbound = ("message_out", "message_in") if trace.role == "client" else (
+        "message_in", "message_out")
+    handed: set[str] = set()
+    quoted: set[str] = set()
+    for ev in trace.events:
+        if ev.kind == outbound:
+            _strings(ev.data.get("msg"), handed, shortest)
+        elif ev.kind == inbound and handed:
+            found: set[str] = set()
+            _strings(ev.data.get("msg"), found, shortest)
+            quoted |= found & handed
+    return frozenset(quoted)
+
+
+def _strings(value: Any, into: set[str], shortest: int) -> None:
+    if isinstance(value, str):
+        if len(value) >= shortest:
+            into.add(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _strings(v, into, shortest)
+    elif isinstance(value, list):
+        for v in value:
+            _strings(v, into, shortest)
+
+
+def _unreferenced(a: Any, b: Any, refs: frozenset[str]) -> tuple[Any, Any]:
+    """``a`` (recorded) and ``b`` (now) with each reference of ``a`` and the string at
+    the same place in ``b`` both replaced by a placeholder."""
+    if isinstance(a, str) and a in refs and isinstance(b, str):
+        return "<reference>", "<reference>"
+    if isinstance(a, dict) and isinstance(b, dict):
+        pairs = {k: _unreferenced(a[k], b[k], refs) if k in b else (a[k], None)
+                 for k in a}
+        return ({k: x for k, (x, _) in pairs.items()},
+                {**b, **{k: y for k, (_, y) in pairs.items() if k in b}})
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        both = [_unreferenced(x, y, refs) for x, y in zip(a, b, strict=True)]
+        return [x for x, _ in both], [y for _, y in both]
+    return a, b
 
 
 def form(body: Any) -> Any:

@@ -182,7 +182,7 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
     state = _Session(sid, {orjson.dumps(m["id"]).decode(): m for ev in events
                            if _is_msg(ev, server_kind)
                            for m in _messages(ev) if _is_response(m)})
-    async with AsyncExitStack() as stack, trio.open_nursery() as nursery:
+    async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
         transport = await _open(target, nursery, stack, env, stderr)
         # A target given up on is not waited for (its shutdown grace is for a target
         # that answered).
@@ -449,7 +449,7 @@ def replay_against(trace: Trace, target: str, *, timeout: float, out: TextIO) ->
     """
     import tempfile
 
-    from .compare import compare, print_comparison, racy_requests, server_messages
+    from .compare import compare, print_comparison, racy_requests, references, server_messages
 
     if not target.strip():
         raise TargetError(f"--against needs a command or a URL ({_USAGE})")
@@ -465,7 +465,7 @@ def replay_against(trace: Trace, target: str, *, timeout: float, out: TextIO) ->
         followed = follow is not None and bool(os.listdir(folder))
     recorded, methods = server_messages(trace)
     loose = frozenset() if followed else racy_requests(trace)
-    cmp = compare(recorded, got, methods, loose=loose)
+    cmp = compare(recorded, got, methods, loose=loose, references=references(trace))
     how = "following the recording" if followed else (
         f"{len(loose)} racy response(s) compared by form" if loose else "")
     print_comparison(cmp, out, what=f"against {target}" + (f" ({how})" if how else ""))

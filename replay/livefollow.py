@@ -33,6 +33,7 @@ import trio
 from mcpactor.tracing import entropy
 from mcpactor.transports.base import Outgoing, Oversize, Transport
 
+from .exact.follow import FollowDriver
 from .trace import Event, Trace, TraceError, load_trace
 
 #: ``{"trace": PATH, "session": SID, "ack": PATH, "wait": SECONDS}``: serve the session
@@ -144,61 +145,69 @@ def serve_following(server: Any, spec: dict[str, Any]) -> None:
         except OSError:
             pass
     wait = spec.get("wait")
+    from .exact.follow import FollowClock, FollowScheduler
+
+    # A real-time wait for the real transport is bounded by the driver's own timeout.
+    scheduler = FollowScheduler(trace, wait_seconds=float(
+        wait) if isinstance(wait, int | float) and not isinstance(wait, bool) else 10.0)
     entropy.install()
     entropy.capture_datetime()
     try:
-        trio.run(_serve, server, trace, sid,
-                 float(wait) if isinstance(wait, int | float) else 10.0,
-                 clock=_clock_for(trace, sid, wait))
+        trio.run(_serve, server, trace, sid, scheduler, clock=FollowClock(scheduler))
     finally:
         entropy.uninstall()
 
 
-_SCHEDULERS: dict[int, Any] = {}
-
-
-def _clock_for(trace: Trace, sid: str, wait: Any) -> Any:
-    from .exact.follow import FollowClock, FollowScheduler
-
-    scheduler = FollowScheduler(trace, session=sid,
-                                wait_seconds=float(wait) if isinstance(wait, int | float)
-                                else 10.0)
-    clock = FollowClock(scheduler)
-    _SCHEDULERS[id(trace)] = scheduler
-    return clock
-
-
-async def _serve(server: Any, trace: Trace, sid: str, wait: float) -> None:
-    from mcpactor.transports.stdio import StdioServerTransport
-
+async def _serve(server: Any, trace: Trace, sid: str, scheduler: Any) -> None:
     from .exact.changed import VirtualCapture
     from .exact.engine import _lifespan
     from .exact.follow import NullTracer
 
-    scheduler = _SCHEDULERS.pop(id(trace))
     origin = float((trace.header.get("clock") or {}).get("origin", 0.0))
     capture = VirtualCapture(scheduler, trace)
     seed = (trace.header.get("seeds") or {}).get("random")
     if isinstance(seed, int):
         entropy.global_random().seed(seed)
-    events = [ev for ev in trace.events if ev.session == sid]
-    transport = LiveFollowTransport(StdioServerTransport(), events, scheduler)
     async with _lifespan(trace, server, scheduler):
         scheduler.install()
         entropy.activate(capture)
         try:
             async with trio.open_nursery() as nursery:
-                # Started at once: its supervisor is held until its recorded first step.
-                session = server.new_session(
-                    transport, tracer=NullTracer(scheduler, origin), session_id=sid)
-                nursery.start_soon(_run_session, session, nursery)
+                driver = _LiveDriver(nursery, server, trace, scheduler,
+                                     NullTracer(scheduler, origin))  # type: ignore[arg-type]
+                driver.live = sid
+                driver.sink = []
+                scheduler.create = driver.create
+                scheduler.act = driver.act
+                scheduler.on_free = driver.on_free
+                nursery.start_soon(driver.run)
         finally:
             entropy.deactivate(capture)
             scheduler.uninstall()
 
 
-async def _run_session(session: Any, nursery: trio.Nursery) -> None:
-    try:
-        await session.run()
-    finally:
-        nursery.cancel_scope.cancel()
+class _LiveDriver(FollowDriver):
+    """The recording's sessions, each started at its supervisor's first step: the live
+    one on the real stdio, the others on their recorded inputs (their answers go
+    nowhere), so that the state they share with the live one (module globals, locks)
+    changes as it did live. The process ends with the live one."""
+
+    live: str
+
+    def _transport(self, sid: str) -> Any:
+        if sid != self.live:
+            return super()._transport(sid)
+        from mcpactor.transports.stdio import StdioServerTransport
+
+        events = [ev for ev in self.trace.events if ev.session == sid]
+        return LiveFollowTransport(StdioServerTransport(), events, self.scheduler)
+
+    def _start(self, sid: str) -> None:
+        super()._start(sid)
+        if sid == self.live:
+            self.nursery.start_soon(_end_with, self.sessions[sid], self.nursery)
+
+
+async def _end_with(session: Any, nursery: trio.Nursery) -> None:
+    await session.closed.wait()
+    nursery.cancel_scope.cancel()

@@ -34,7 +34,6 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-import attrs
 import orjson
 import trio
 
@@ -59,22 +58,8 @@ _START_PASSES = 4
 class FollowScheduler(Scheduler):
     """The recorded schedule, kept where the code lets it (see the module)."""
 
-    def __init__(self, trace: Trace, *, wait_seconds: float = 60.0,
-                 session: str | None = None) -> None:
+    def __init__(self, trace: Trace, *, wait_seconds: float = 60.0) -> None:
         super().__init__(trace, on_diverge=lambda reason: None, stall_seconds=wait_seconds)
-        if session is not None:
-            # One session alone (a live target serves one): the other sessions' steps
-            # are not this run's, and outside actions are the live connection's own.
-            mine = {tid for tid, name in self.names.items()
-                    if name == session or name.startswith(session + "/")}
-            kept = [tuple(t for t in b.run if t in mine) for b in self.batches]
-            self.batches = tuple(attrs.evolve(b, index=i, run=run) for i, (b, run) in
-                                 enumerate((b, run) for b, run in zip(self.batches, kept,
-                                                                      strict=True) if run))
-            self._actions = {}
-            self.free = not self.batches
-            if self.batches:
-                self.now = self.batches[0].now
         #: Recorded steps still to come, per task.
         self.remaining: Counter[int] = Counter(
             tid for sched in self.batches for tid in sched.run)
