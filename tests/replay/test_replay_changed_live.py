@@ -367,3 +367,18 @@ def test_racy_answers_are_compared_by_form_only() -> None:
     assert form(text('{"id": "3060576d-73c7-47d1-98a1-c2b04cabd07e", "r": 0.5}')) == form(
         text('{"id": "11e0daf3-8581-4b22-bb7d-fe5592e2707a", "r": 0.25}'))
     assert form({"error": {"code": -32602, "message": "x"}}) != form(text("x"))
+
+
+def test_against_a_command_on_whole_process_traces_of_several_sessions() -> None:
+    """Each session's process replays the recording's other sessions in-process, so the
+    state they share (a balance, a counter) is as it was; HTTP and WebSocket recordings,
+    and one whose tools run in worker threads that race a deadline."""
+    live = ROOT / "traces" / "live"
+    for name, server in (("bank-http-mcpactor-1", "bank_server.py"),
+                         ("entropy-http-mcpactor-1", "entropy_server.py"),
+                         ("bank-ws-mcpactor-1", "bank_server.py"),
+                         ("threads-http-sdk-1", "threads_server.py")):
+        code, out, err = run_cli("replay", str(live / f"{name}.jsonl"), "--against",
+                                 _live(f"{ROOT / 'traces' / 'servers' / server}:server"))
+        assert code == 0, (name, out, err)
+        assert "(following the recording): same" in out, (name, out)
