@@ -276,9 +276,13 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
                 raise TargetError(
                     await _gone(target, transport, stderr, received, sent)) from None
             sent += 1
-        # Every request sent is answered (or the wait runs out) before the connection
-        # closes: closing first would cut the answers short.
-        await wait_for(lambda: state.sent <= state.answered and len(received) >= outs_before)
+        # Every request sent that the recording has an answer to is answered (or the
+        # wait runs out) before the connection closes: closing first would cut the
+        # answers short. Then a moment for the messages the recording had after them.
+        due = state.sent & state.recorded.keys()
+        if await wait_for(lambda: due <= state.answered):
+            with trio.move_on_after(min(timeout, 1.0)):
+                await wait_for(lambda: len(received) >= outs_before)
         if state.sent and not state.answered:
             if ended.is_set():
                 raise TargetError(await _gone(target, transport, stderr, received, sent))
@@ -454,7 +458,9 @@ def replay_against(trace: Trace, target: str, *, timeout: float, out: TextIO) ->
     if not target.strip():
         raise TargetError(f"--against needs a command or a URL ({_USAGE})")
     with tempfile.TemporaryDirectory(prefix="mcpactor-against-") as folder:
-        follow = None if is_url(target) else folder
+        # A server's recording can be followed by a server (a client's holds the
+        # client's schedule, not a server's).
+        follow = None if is_url(target) or trace.role != "server" else folder
         try:
             got = trio.run(_drive_all, trace, target, timeout, follow)
         except BaseExceptionGroup as group:

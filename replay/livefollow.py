@@ -133,8 +133,8 @@ def serve_following(server: Any, spec: dict[str, Any]) -> None:
     sid = spec.get("session")
     if not isinstance(sid, str) or sid not in trace.sessions:
         sid = trace.sessions[0] if trace.sessions else None
-    if trace.version < 2 or sid is None:
-        # Nothing to follow (no schedule): serve as usual.
+    if trace.version < 2 or sid is None or trace.role != "server":
+        # Nothing to follow (no schedule, or a client's recording): serve as usual.
         server.run("stdio")
         return
     ack = spec.get("ack")
