@@ -93,39 +93,71 @@ WORKLOADS = ("pipelined", "sequential", "sink", "otel")
 
 
 def staged_parts(trace: Path) -> tuple[list[bytes], int]:
-    """The chunks a recorder would have handed to the sink for ``trace`` (``marshal`` of
-    ``(first seq, records)``, 512 records each, as the session and the scheduler log
-    them), and the number of calls in it."""
-    from mcpactor.tracing.tracer import FLAT_FIELDS
+    """The chunks a recorder would have handed to the sink for ``trace`` (512 records
+    each, flat, as the session and the scheduler log them, in the frame the recorder
+    sends: packed by the compiled hooks where they were built, else ``marshal`` of
+    ``(first seq, items)``), and the number of calls in it."""
+    from mcpactor.tracing.encode import HANDLER_KINDS
+    from mcpactor.tracing.tracer import FLAT_FIELDS, WIDTH, pad
 
     lines = trace.read_bytes().splitlines()
     origin = int(json.loads(lines[0])["clock"]["origin_ns"])
-    events: list[tuple[Any, ...]] = []
+    records: list[tuple[Any, ...]] = []
     calls = 0
+    numbers: dict[str, int] = {}
     for line in lines[1:]:
         ev = json.loads(line)
         kind = ev.pop("kind")
         del ev["seq"]
         if kind == "sched":
-            new = {int(k): v for k, v in ev.get("new", {}).items()} or None
-            events.append((0, None, None, kind, ev["now"], ev["run"], new))
+            new: list[Any] = []
+            for tid, name in ev.get("new", {}).items():
+                numbers[name] = int(tid)
+                parent, _, ordinal = name.rpartition("/")
+                new.extend((int(tid), None, name) if not parent
+                           else (int(tid), numbers[parent], int(ordinal)))
+            records.append((0, None, None, kind, ev["now"], tuple(ev["run"]),
+                            tuple(new) or None))
             continue
         if kind == "read":
             v = bytes.fromhex(ev["v"]) if ev["src"] == "urandom" else ev["v"]
-            events.append((0, None, None, kind, ev["task"], ev["src"], v))
+            records.append((0, None, None, kind, ev["task"], ev["src"], v))
             continue
         t = origin + round(ev.pop("t") * 1e9)
-        head = (t, ev.pop("session"), ev.pop("actor"), kind)
+        actor = ev.pop("actor")
+        head = (t, ev.pop("session"), None if kind in HANDLER_KINDS else actor, kind)
         if "msg" in ev:
             ev["msg"] = orjson.dumps(ev["msg"])  # compact, as the wire carried it
         fields = FLAT_FIELDS.get(kind)
         if fields is not None and tuple(ev) == fields:
-            events.append((*head, *ev.values()))
+            records.append(pad((*head, *ev.values())))
         else:
-            events.append((*head, ev))
+            records.append(pad((*head, ev)))
         calls += kind == "handler_finished"
-    parts = [marshal.dumps((i + 1, events[i : i + 512])) for i in range(0, len(events), 512)]
+    flat = [item for record in records for item in record]
+    step = 512 * WIDTH
+    parts = [_frame(i // WIDTH + 1, flat[i : i + step]) for i in range(0, len(flat), step)]
     return parts, calls
+
+
+def _frame(first: int, items: list[Any]) -> bytes:
+    # As sinkclient.ProcessOutput sends a chunk (a leading b"P" or b"C" says which).
+    from mcpactor.tracing import hooks
+
+    compiled = hooks.native()
+    if compiled is not None:
+        return b"P" + compiled.pack(first, items, marshal.dumps)
+    return b"C" + marshal.dumps((first, items))
+
+
+def unframe(part: bytes) -> tuple[int, list[Any]]:
+    """A staged part's ``(first seq, items)``, as the sink reads its frame."""
+    if part[:1] == b"P":
+        from mcpactor.tracing import _hooks
+
+        return _hooks.unpack(part[1:], marshal.loads)
+    first, items = marshal.loads(part[1:])
+    return first, items
 
 
 def sink_spec(trace: Path) -> dict[str, Any]:
@@ -144,7 +176,7 @@ def _encode_parts(path: str, passes: int) -> None:
     for _ in range(passes):
         core = SinkCore(spec, files=MemoryFiles().open)
         for part in parts:
-            core.chunk(*marshal.loads(part))
+            core.chunk(*unframe(part))
 
 
 def _count(outdir: Path, tag: str, argv: list[str]) -> int:

@@ -11,6 +11,7 @@ import errno
 import logging
 import os
 import socket
+import stat
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -226,7 +227,17 @@ def _check_trace_path(path: str) -> None:
     try:
         Recorder.at(path, TraceHeader(role="server", transport="check"), writer="thread")
     except RecordingError as exc:
-        raise CliError(f"--trace {exc}; pick a path this user can write") from None
+        # A FIFO (or device) is refused for what it is, not for the user's rights.
+        hint = "" if _special_file(path) else "; pick a path this user can write"
+        raise CliError(f"--trace {exc}{hint}") from None
+
+
+def _special_file(path: str) -> bool:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _serve_error(exc: OSError, args: argparse.Namespace) -> str:

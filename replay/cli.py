@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcpactor.tracing.encode import dumps
+
 from .trace import Event, Trace, TraceError, load_trace
 
 
@@ -203,17 +205,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def _request_end(trace: Trace, request: Any, session: str | None) -> int:
     """The seq of the last event of request ``request``'s handling (its response, or
     its handler's last event); a one-line error if the trace has no such request."""
-    import orjson
 
-    key = orjson.dumps(request)
+    key = dumps(request)
     actor = f"handler:{request}"
     last: int | None = None
     sessions: set[str | None] = set()
     for ev in trace.events:
         if session is not None and ev.session != session:
             continue
-        mine = ev.actor == actor and orjson.dumps(ev.data.get("id")) == key
-        answer = ev.kind == "message_out" and orjson.dumps(ev.data.get("related")) == key
+        mine = ev.actor == actor and dumps(ev.data.get("id")) == key
+        answer = ev.kind == "message_out" and dumps(ev.data.get("related")) == key
         if mine or answer:
             last = ev.seq
             sessions.add(ev.session)
@@ -230,11 +231,11 @@ def _request_end(trace: Trace, request: Any, session: str | None) -> int:
 
 def _request_id(text: str) -> Any:
     """A request id as given on the command line: JSON (3, "abc"), else the text."""
-    import orjson
+    from mcpactor.tracing.encode import loads
 
     try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        value = loads(text)  # an id past 64 bits exact, as the trace holds it
+    except ValueError:
         return text
     return value if isinstance(value, int | str) and not isinstance(value, bool) else text
 
@@ -302,9 +303,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .perfetto import to_chrome_trace
 
     trace = _load(args.trace, require_end=False)
-    import orjson
 
-    _write(args.output, orjson.dumps(to_chrome_trace(trace)))
+    _write(args.output, dumps(to_chrome_trace(trace)))
     print(f"wrote {args.output} (open it in https://ui.perfetto.dev or chrome://tracing)")
     return 0
 

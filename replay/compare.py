@@ -21,7 +21,8 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 import attrs
-import orjson
+
+from mcpactor.tracing.encode import dumps, loads
 
 from .trace import Trace
 
@@ -54,7 +55,7 @@ class Comparison:
 
 
 def _key(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    return dumps(value).decode()
 
 
 def response_key(value: Any) -> str:
@@ -106,7 +107,7 @@ def compare(recorded: Iterable[tuple[str | None, Any]],
             continue
         if a != b:
             sid, rid = key
-            changes.append(Change(sid, orjson.loads(rid), methods.get(key, "?"), a, b))
+            changes.append(Change(sid, loads(rid), methods.get(key, "?"), a, b))
     notes: list[str] = []
     for (sid, method) in sorted(set(rec_note) | set(new_note), key=str):
         a, b = rec_note.get((sid, method), 0), new_note.get((sid, method), 0)
@@ -294,4 +295,4 @@ def _describe(body: Any) -> str:
         flag = "isError: " if result.get("isError") else ""
         if texts:
             return flag + " | ".join(texts)
-    return orjson.dumps(result).decode()
+    return dumps(result).decode()

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import attrs
-import orjson
+
+from mcpactor.tracing.encode import dumps, loads
 
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
@@ -50,7 +51,7 @@ class Found:
         request a recorded client sent: up to its sending)."""
         if self.via == "message_out" and self.handler_seq is None:
             return f"mcpactor replay {shlex.quote(str(self.file))} --until {self.via_seq}"
-        rid = orjson.dumps(self.request).decode()
+        rid = dumps(self.request).decode()
         # "--opt=value": a session id or request id may begin with "-", which argparse
         # would take for an option if it were a separate argument.
         cmd = f"mcpactor replay {shlex.quote(str(self.file))} --request={shlex.quote(rid)}"
@@ -107,7 +108,7 @@ def _scan(path: Path, trace_id: str) -> list[Found]:
                 if b'"handler_started"' in raw:
                     ev = _loads(raw)
                     if ev is not None and ev.get("kind") == "handler_started":
-                        key = (orjson.dumps(ev.get("id")), str(ev.get("session")))
+                        key = (dumps(ev.get("id")), str(ev.get("session")))
                         starts[key] = (int(ev.get("seq", 0)), ev.get("method"))
                 if needle not in raw.lower():
                     continue
@@ -123,7 +124,7 @@ def _scan(path: Path, trace_id: str) -> list[Found]:
     hits.sort(key=lambda hit: hit[0].get("kind") != "otel_span")
     for ev, rid, span_id in hits:
         session = ev.get("session")
-        key = (orjson.dumps(rid), str(session))
+        key = (dumps(rid), str(session))
         start = starts.get(key)
         method = ev.get("method") if isinstance(ev.get("method"), str) else None
         msg = ev.get("msg")
@@ -165,8 +166,8 @@ def _matches(ev: dict[str, Any], trace_id: str) -> Iterator[tuple[dict[str, Any]
 
 def _loads(raw: bytes) -> dict[str, Any] | None:
     try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+        obj = loads(raw)  # request ids past 64 bits exact
+    except ValueError:
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -177,7 +178,7 @@ def print_found(found: list[Found], trace_id: str, out: TextIO) -> None:
         print(f"trace {trace_id}: no recorded request", file=out)
         return
     for f in found:
-        what = f"request {orjson.dumps(f.request).decode()}"
+        what = f"request {dumps(f.request).decode()}"
         if f.method:
             what += f" ({f.method})"
         where = f"{f.file}: session {f.session}, {what}"

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from mcpactor.tracing.encode import dumps
+
 from .interleave import Interleaving
 from .render import describe
 from .trace import Event, Trace
@@ -71,7 +73,7 @@ def _x(lanes: dict[str, int], actor: str) -> int:
 
 def _row(ev: Event, y: int, lanes: dict[str, int]) -> str:
     color = _COLORS.get(ev.kind, "#57606a")
-    tip = html.escape(orjson.dumps(ev.data, option=orjson.OPT_INDENT_2).decode())
+    tip = html.escape(dumps(ev.data, option=orjson.OPT_INDENT_2).decode())
     label = html.escape(f"#{ev.seq} {ev.t:.4f}s {ev.kind} {describe(ev.data)}"[:110])
     parts = [f"<g><title>{tip}</title>"]
     if ev.kind in ("message_in", "message_out"):

@@ -14,7 +14,8 @@ import linecache
 from typing import Any, TextIO
 
 import attrs
-import orjson
+
+from mcpactor.tracing.encode import dumps
 
 from .model import ReplayResult
 from .render import describe
@@ -73,16 +74,16 @@ def interleaving(trace: Trace, result: ReplayResult, request: Any,
                  session: str | None = None) -> Interleaving:
     """The steps around request ``request`` (a JSON-RPC id; ``session`` when several
     sessions used it)."""
-    key = orjson.dumps(request)
+    key = dumps(request)
     starts = [i for i, ev in enumerate(trace.events[:result.reproduced])
-              if ev.kind == "handler_started" and orjson.dumps(ev.data.get("id")) == key
+              if ev.kind == "handler_started" and dumps(ev.data.get("id")) == key
               and (session is None or ev.session == session)]
     if not starts:
         raise NoSuchRequest(f"no handler ran for request {request!r} in this trace "
                             "(the request ids are the ones in message_in events)")
     if session is None and len({trace.events[i].session for i in starts}) > 1:
         raise NoSuchRequest(f"several sessions have a request "
-                            f"{orjson.dumps(request).decode()}: name one with --session SID")
+                            f"{dumps(request).decode()}: name one with --session SID")
     start = starts[0]
     started = trace.events[start]
     handler_task = result.emitters[start]
@@ -159,7 +160,7 @@ def _code(where: str | None) -> str:
 
 def print_interleaving(view: Interleaving, out: TextIO) -> None:
     """The view as text: one line per step, the request's own marked ``>``."""
-    print(f"interleaving of request {orjson.dumps(view.request).decode()} "
+    print(f"interleaving of request {dumps(view.request).decode()} "
           f"({view.method}, {view.handler}): {len(view.steps)} step(s), "
           f"{len(view.others)} of them another handler's in between", file=out)
     width = max((len(s.task) for s in view.steps), default=8)

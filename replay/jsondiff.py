@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
+from mcpactor.tracing.encode import dumps
 
 
 def _show(value: Any) -> str:
-    text = orjson.dumps(value).decode()
+    text = dumps(value).decode()
     return text if len(text) <= 120 else text[:117] + "..."
 
 

@@ -21,9 +21,9 @@ import sys
 from contextlib import AsyncExitStack
 from typing import Any, TextIO
 
-import orjson
 import trio
 
+from mcpactor.tracing.encode import dumps, input_bytes, loads
 from mcpactor.transports.base import Transport
 
 from .render import describe_message
@@ -43,9 +43,7 @@ def sides(trace: Trace) -> tuple[str, str]:
 
 
 def _payload(ev: Event) -> bytes:
-    if "msg" in ev.data:
-        return orjson.dumps(ev.data["msg"])
-    return str(ev.data["raw"]).encode("utf-8")
+    return input_bytes(ev.data)
 
 
 _USAGE = ("--against takes a command line that starts an MCP server over stdio, e.g. "
@@ -179,7 +177,7 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
     ended = trio.Event()
     stderr = _Stderr()
     client_kind, server_kind = sides(trace)
-    state = _Session(sid, {orjson.dumps(m["id"]).decode(): m for ev in events
+    state = _Session(sid, {dumps(m["id"]).decode(): m for ev in events
                            if _is_msg(ev, server_kind)
                            for m in _messages(ev) if _is_response(m)})
     async with trio.open_nursery() as nursery, AsyncExitStack() as stack:
@@ -194,15 +192,15 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
                     data = await transport.receive()
                     if isinstance(data, bytes):
                         try:
-                            msg = orjson.loads(data)
-                        except orjson.JSONDecodeError:
+                            msg = loads(data)
+                        except ValueError:
                             msg = data.decode("utf-8", "replace")
                         for m in msg if isinstance(msg, list) else [msg]:
                             failure = _local_failure(m, first=not state.answered)
                             if failure is not None and is_url(target):
                                 raise TargetError(f"cannot use {target}: {failure}")
                             if _is_response(m):
-                                key = orjson.dumps(m["id"]).decode()
+                                key = dumps(m["id"]).decode()
                                 state.answered.add(key)
                                 _learn(state, key, m)
                         received.append(msg)
@@ -269,7 +267,7 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
             payload = _adapt(_payload_of(ev), state)
             for m in payload if isinstance(payload, list) else [payload]:
                 if isinstance(m, dict) and "method" in m and "id" in m:
-                    state.sent.add(orjson.dumps(m["id"]).decode())
+                    state.sent.add(dumps(m["id"]).decode())
             try:
                 await transport.send([(_encode(payload), None)])
             except Exception:
@@ -312,17 +310,16 @@ def _messages(ev: Event) -> list[Any]:
 
 
 def _payload_of(ev: Event) -> Any:
+    # A message as its JSON value (to adapt); input that was not JSON as its exact bytes.
     if "msg" in ev.data:
         return ev.data["msg"]
-    return str(ev.data["raw"])
+    return input_bytes(ev.data)
 
 
 def _encode(payload: Any) -> bytes:
-    if isinstance(payload, str):
-        return payload.encode("utf-8")
-    from .exact.transport import _encode as encode
-
-    return encode(payload)
+    if isinstance(payload, bytes):
+        return payload
+    return dumps(payload)  # integers past 64 bits exact
 
 
 #: Strings shorter than this are never taken for references to an earlier answer ("ok").
@@ -387,8 +384,8 @@ def _follow_env(trace: Trace, sid: str | None, ack: str, timeout: float) -> dict
     ``trace`` (see :mod:`replay.livefollow`)."""
     from .livefollow import FOLLOW_ENV
 
-    env = {FOLLOW_ENV: orjson.dumps({"trace": os.path.abspath(str(trace.path)), "session": sid,
-                                     "ack": ack, "wait": timeout}).decode()}
+    env = {FOLLOW_ENV: dumps({"trace": os.path.abspath(str(trace.path)), "session": sid,
+                              "ack": ack, "wait": timeout}).decode()}
     seed = trace.header.get("hash_seed")
     if isinstance(seed, int):
         env["PYTHONHASHSEED"] = str(seed)
@@ -496,8 +493,8 @@ async def _serve(trace: Trace, timeout: float, err: TextIO) -> int:
                 if not isinstance(data, bytes):
                     continue
                 try:
-                    msg = orjson.loads(data)
-                except orjson.JSONDecodeError:
+                    msg = loads(data)
+                except ValueError:
                     msg = data.decode("utf-8", "replace")
                 i = len(received)
                 received.append(msg)

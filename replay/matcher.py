@@ -14,10 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
-import orjson
 import trio
 
-from mcpactor.tracing.encode import encode_events, message_bytes, to_event
+from mcpactor.tracing.encode import dumps, encode_events, loads, message_bytes, to_event
 from mcpactor.tracing.redact import Redactor
 from mcpactor.tracing.tracer import Compact
 
@@ -82,7 +81,7 @@ class ReplayLog:
 
     def __init__(self, header: dict[str, Any], redact_keys: frozenset[str]) -> None:
         self.redactor = Redactor(redact_keys)
-        self.lines: list[bytes] = [orjson.dumps({**header, "replay": True})]
+        self.lines: list[bytes] = [dumps({**header, "replay": True})]
         self.last_seq = 0
 
     def emit(self, session: str, actor: str, kind: str, data: dict[str, Any]) -> None:
@@ -211,11 +210,13 @@ class Matcher:
             if key in _STRUCTURAL:
                 out[key] = value
                 continue
+            if key == "raw":  # input that is not JSON: the recorder's own keys for it
+                return self._slow_normalize(ev)
             raw = message_bytes(value)
             if raw is not None:
                 try:
-                    decoded = orjson.loads(raw)
-                except orjson.JSONDecodeError:
+                    decoded = loads(raw)
+                except ValueError:
                     return self._slow_normalize(ev)
                 if redactor.might_hold_secret(raw):
                     decoded, _ = redactor.redact(decoded)
@@ -231,7 +232,7 @@ class Matcher:
         return out
 
     def _slow_normalize(self, ev: dict[str, Any]) -> dict[str, Any]:
-        decoded: dict[str, Any] = orjson.loads(encode_events([ev], self.recorder.redactor)[0])
+        decoded: dict[str, Any] = loads(encode_events([ev], self.recorder.redactor)[0])
         return decoded
 
     def close(self) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
+from mcpactor.tracing.encode import dumps
 
 from .render import describe
 from .trace import Trace
@@ -177,7 +177,7 @@ def _messages(d: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _key(rid: Any) -> str:
-    return orjson.dumps(rid).decode()
+    return dumps(rid).decode()
 
 
 def _label(msg: dict[str, Any]) -> str:

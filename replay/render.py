@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
+from mcpactor.tracing.encode import dumps
 
 
 def _short(value: Any, width: int = 60) -> str:
-    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    text = value if isinstance(value, str) else dumps(value).decode()
     return text if len(text) <= width else text[: width - 3] + "..."
 
 

@@ -6,13 +6,15 @@ from typing import TextIO
 
 import orjson
 
+from mcpactor.tracing.encode import dumps
+
 from .matcher import Divergence
 from .model import ReplayResult
 from .render import event_line
 
 
 def _json(value: object) -> str:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def print_divergence(div: Divergence, out: TextIO) -> None:

@@ -8,6 +8,8 @@ from typing import Any, TextIO
 import attrs
 import orjson
 
+from mcpactor.tracing.encode import dumps
+
 from .render import describe_message, event_line
 from .trace import VOLATILE_KEYS, Trace
 
@@ -70,7 +72,7 @@ def exchanges(trace: Trace) -> list[_Exchange]:
 
 
 def _key(rid: Any) -> str:
-    return orjson.dumps(rid).decode()
+    return dumps(rid).decode()
 
 
 def _messages(d: dict[str, Any]) -> list[dict[str, Any]]:
@@ -111,9 +113,9 @@ def _line(ev: dict[str, Any], messages_only: bool) -> str | None:
         if ev.get("kind") not in ("message_in", "message_out"):
             return None
         body = ev.get("msg", ev.get("raw"))
-        return f"{ev.get('kind')} {orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode()}"
+        return f"{ev.get('kind')} {dumps(body, option=orjson.OPT_SORT_KEYS).decode()}"
     rest = {k: v for k, v in ev.items() if k not in VOLATILE_KEYS}
-    return orjson.dumps(rest, option=orjson.OPT_SORT_KEYS).decode()
+    return dumps(rest, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def diff(a: Trace, b: Trace, out: TextIO, *, messages_only: bool = False) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 import orjson
 
+from mcpactor.tracing.encode import dumps, loads
 from mcpactor.tracing.recorder import TRACE_FORMAT, TRACE_FORMAT_VERSION
 
 SUPPORTED_VERSIONS = frozenset({1, TRACE_FORMAT_VERSION})
@@ -109,7 +110,7 @@ def stream_key(actor: str, data: dict[str, Any]) -> str:
     handler task sent the request: it gets one stream per request id.
     """
     if actor == "tracker":
-        return f"tracker:{orjson.dumps(data.get('id')).decode()}"
+        return f"tracker:{dumps(data.get('id')).decode()}"
     return actor
 
 
@@ -285,8 +286,9 @@ def parse_trace(data: bytes, path: Path | None = None, *, require_end: bool = Tr
         if not raw.strip():
             continue
         try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            # Integers past 64 bits (request ids) exact: a replay feeds them back.
+            obj = loads(raw)
+        except ValueError:
             if number == len(lines) and not complete:
                 raise TraceError(f"{name}: truncated: line {number} is cut off") from None
             raise TraceError(f"{name}: line {number} is not valid JSON") from None
@@ -301,7 +303,8 @@ def parse_trace(data: bytes, path: Path | None = None, *, require_end: bool = Tr
         kind = obj.get("kind")
         if kind == "trace_truncated":
             first, lost = obj.get("first"), obj.get("lost")
-            if not isinstance(first, int) or first != last_seq + 1:
+            # It follows the last record, or the gap another one declared just before.
+            if not isinstance(first, int) or first not in (last_seq + 1, expect):
                 raise TraceError(f"{name}: line {number}: a trace_truncated record that does "
                                  f"not follow #{last_seq}")
             truncations.append((first, lost if isinstance(lost, int) else None))
@@ -342,8 +345,8 @@ def _check_ends(name: str, events: list[Event], truncations: list[Any]) -> None:
         first, lost = truncations[0]
         how = "an unknown number of" if lost is None else str(lost)
         raise TraceError(
-            f"{name}: the recording lost {how} records from #{first} (its writer fell behind "
-            f"or died): replay what comes before with --until {first - 1}")
+            f"{name}: the recording lost {how} records from #{first} (its writer fell behind, "
+            f"died or could not write): replay what comes before with --until {first - 1}")
     if not events:
         raise TraceError(f"{name}: truncated: the trace has no events")
     open_: dict[str, int] = {}
@@ -425,6 +428,21 @@ def _event(name: str, number: int, obj: Any, index: int) -> Event:
         raise TraceError(f"{name}: line {number}: missing 'actor' or 'kind'")
     if kind == "message_in" and "msg" not in obj and "raw" not in obj:
         raise TraceError(f"{name}: line {number}: message_in without 'msg' or 'raw'")
+    if "raw_b64" in obj and not _base64(obj["raw_b64"]):
+        raise TraceError(f"{name}: line {number}: 'raw_b64' is not base64")
     if kind == "message_out" and "msg" not in obj:
         raise TraceError(f"{name}: line {number}: message_out without 'msg'")
     return Event(index, seq, float(t), actor, kind, obj)
+
+
+def _base64(value: Any) -> bool:
+    import base64
+    import binascii
+
+    if not isinstance(value, str):
+        return False
+    try:
+        base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True

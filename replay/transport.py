@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import orjson
 import trio
 import trio.testing
 
+from mcpactor.tracing.encode import input_bytes
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 
 from .matcher import Matcher
@@ -102,9 +102,7 @@ class ReplayTransport(Transport):
 
     def _deliver(self, ev: Event) -> bytes | Oversize:
         if ev.kind == "message_in":
-            if "msg" in ev.data:
-                return orjson.dumps(ev.data["msg"])
-            return str(ev.data["raw"]).encode("utf-8")
+            return input_bytes(ev.data)
         if ev.kind == "message_oversize":
             return Oversize(int(ev.data.get("size", 0)))
         if ev.kind == "transport_broken":

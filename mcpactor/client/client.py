@@ -1010,7 +1010,8 @@ async def _client_code(session_id: str, tracer: Tracer | None) -> AsyncIterator[
         await trio.lowlevel.checkpoint()
         yield
     finally:
-        TRACK.reset(token)
+        if token is not None:
+            TRACK.reset(token)
 
 
 @asynccontextmanager

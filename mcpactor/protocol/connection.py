@@ -201,7 +201,15 @@ class Connection:
             except ParseError as exc:
                 return [Reply(jsonrpc.encode_error(None, exc), "parse error")]
         if isinstance(parsed, jsonrpc.Batch):
-            return [self._receive_batch(parsed)]
+            # parse() reads a batch exactly whenever an id or a progress token of its
+            # items came out as a float (``_meta`` included), so a float still there is
+            # one the peer sent: no progress token. Reading it again here could not
+            # undo the items before it.
+            self._exact = True
+            try:
+                return [self._receive_batch(parsed)]
+            finally:
+                self._exact = False
         out: list[Event] = []
         try:
             self._receive_one(parsed, out)

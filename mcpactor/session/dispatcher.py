@@ -211,7 +211,8 @@ class Dispatcher:
         session = self.session
         conn = session.connection
         trace = session._log
-        actor = f"handler:{rid}" if trace is not None else ""
+        # The flat handler events leave their actor to the encoder ("handler:<id>"); the
+        # rare others name it.
         data: bytes | None = None
         outcome = "ok"
         try:
@@ -220,7 +221,7 @@ class Dispatcher:
                     outcome = "cancelled_before_start"
                 else:
                     if trace is not None:
-                        trace((session._clock(), session.id, actor, "handler_started", rid,
+                        trace((session._clock(), session.id, None, "handler_started", rid,
                                ev.method, None))
                     ctx = RequestContext(
                         session, rid, ev.method, ev.params, ev.raw_params, ev.progress_token,
@@ -236,12 +237,12 @@ class Dispatcher:
                         outcome = "failed"
                         log.exception("session %s: handler for %s (id %r) failed",
                                       session.id, ev.method, rid)
-                        session._emit(actor, "handler_failed", {"id": rid, "error": repr(exc)})
+                        session._emit(f"handler:{rid}", "handler_failed", {"id": rid, "error": repr(exc)})
                         data = conn.send_error(rid, InternalError(f"Internal error: {exc}"))
         except trio.Cancelled:
             # Not our scope: the session is shutting down around the handler.
             conn.forget_request(rid)
-            session._emit(actor, "cancel_applied", {"id": rid, "stage": "running",
+            session._emit(f"handler:{rid}", "cancel_applied", {"id": rid, "stage": "running",
                                                     "by": "supervisor",
                                                     "why": session.close_reason})
             raise
@@ -255,12 +256,12 @@ class Dispatcher:
             if trace is not None and self._inline is not None and self._inline.get(scope):
                 # The session's end cancelled this inline handler (end_inline): traced as
                 # the end of the handlers nursery is for a handler task.
-                session._emit(actor, "cancel_applied", {"id": rid, "stage": "running",
+                session._emit(f"handler:{rid}", "cancel_applied", {"id": rid, "stage": "running",
                                                         "by": "supervisor",
                                                         "why": session.close_reason})
             elif trace is not None:
                 stage = "before_start" if outcome == "cancelled_before_start" else "running"
-                session._emit(actor, "cancel_applied",
+                session._emit(f"handler:{rid}", "cancel_applied",
                               {"id": rid, "stage": stage, "by": "peer",
                                "why": self._cancel_reasons.pop(rid, None)})
             if batch is not None:
@@ -269,7 +270,7 @@ class Dispatcher:
         if trace is not None:
             if self._cancel_reasons:
                 self._cancel_reasons.pop(rid, None)
-            trace((session._clock(), session.id, actor, "handler_finished", rid, outcome,
+            trace((session._clock(), session.id, None, "handler_finished", rid, outcome,
                    data is None))
         if batch is not None:
             if data is None:

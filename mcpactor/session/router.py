@@ -23,7 +23,6 @@ from mcpactor.protocol import connection as pc
 from mcpactor.protocol.errors import InvalidRequest
 from mcpactor.protocol.jsonrpc import Batch, Invalid, Message, encode_error
 from mcpactor.session.batch import BatchCollector
-from mcpactor.tracing.tasks import current_node
 from mcpactor.transports.base import Oversize, TransportClosed
 
 if TYPE_CHECKING:
@@ -81,8 +80,10 @@ class Router:
         if trace is not None:
             first = events[0] if events else None
             if first.__class__ is pc.Reply and first.why == "parse error":
+                # The bytes themselves: the output writes their text, and keeps them
+                # exactly where the text cannot (not UTF-8), for the replay.
                 trace((session._clock(), session.id, "reader", "message_in",
-                       {"raw": data.decode("utf-8", "replace"), "yields": yields}, None, None))
+                       {"raw": data, "yields": yields}, None, None))
             else:
                 trace((session._clock(), session.id, "reader", "message_in", data, yields,
                        None))
@@ -98,14 +99,15 @@ class Router:
         task = trio.lowlevel.current_task()
         # Inside the transport the reader is muted: the transport's reads and tasks are
         # not the session's (mcpactor.tracing.tasks).
-        node = current_node() if trace is not None else None
+        me = session._task_ids.get(task._counter, 0)
+        muted = session._muted
         if trace is not None:
             session._emit("reader", "transport_opened", {"transport": session.transport.name})
         with self.scope:
             while True:
                 before = task._schedule_points if trace is not None else 0
-                if node is not None:
-                    node.muted = True
+                if me:
+                    muted.add(me)
                 try:
                     data = await receive()
                 except trio.EndOfChannel:
@@ -131,8 +133,8 @@ class Router:
                                       {"yields": task._schedule_points - before})
                     raise
                 finally:
-                    if node is not None:
-                        node.muted = False
+                    if me:
+                        muted.discard(me)
                 yields = task._schedule_points - before if trace is not None else 0
                 if type(data) is Oversize:
                     if trace is not None:

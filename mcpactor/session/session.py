@@ -60,7 +60,7 @@ from mcpactor.session.state import SessionState
 from mcpactor.session.tracker import ProgressCallback, Timeout
 from mcpactor.session.writer import Writer
 from mcpactor.tracing import entropy
-from mcpactor.tracing.tasks import current_node, spawn_root, untracked
+from mcpactor.tracing.tasks import TaskTable, current_node, spawn_root, untracked
 from mcpactor.tracing.tracer import Compact, Tracer
 from mcpactor.transports.base import Transport, aclose_quietly
 
@@ -120,9 +120,17 @@ class Session:
         # received or sent.
         self._log: Callable[[Compact], None] | None = None
         self._clock: Callable[[], int] = int
+        #: The tasks the tracer follows (its TaskTable's numbers, by Trio's number for each
+        #: task) and those inside a transport now: the reader and writer mark theirs
+        #: muted there (mcpactor.tracing.tasks).
+        self._task_ids: dict[int, int] = {}
+        self._muted: set[int] = set()
         if tracer is not None:
             self._log = tracer.log
             self._clock = tracer.clock
+            tasks = getattr(tracer, "tasks", None)
+            if isinstance(tasks, TaskTable):
+                self._task_ids, self._muted = tasks.ids, tasks.muted
         self.id = session_id or new_session_id()
         self.limits = limits
         # The actors (each module says what it does).
@@ -172,7 +180,7 @@ class Session:
             self._clock = self.tracer.clock  # type: ignore[union-attr]
         ready = trio.Event()
         async with trio.open_nursery() as outer:
-            spawn_root(outer, self.id, self._supervise, ready, rec=self.tracer)
+            spawn_root(outer, self.id, self._supervise, ready, tracer=self.tracer)
             await ready.wait()
             task_status.started()
 

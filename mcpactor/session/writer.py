@@ -21,7 +21,6 @@ import trio
 
 from mcpactor.protocol.errors import ConnectionClosed
 from mcpactor.protocol.jsonrpc import RequestId
-from mcpactor.tracing.tasks import TRACK
 from mcpactor.transports.base import Outgoing, TransportClosed
 
 if TYPE_CHECKING:
@@ -157,15 +156,14 @@ class Writer:
                 self._broke(exc)
             return
         task = trio.lowlevel.current_task()
-        node = TRACK.get()
         # Trio's count of the task's yields (checked by tracing.schedule.internals_ok):
         # the difference around the send is what a replay's transport repeats.
         before = task._schedule_points
         # Inside the transport the task is muted: the transport's reads and tasks are not
-        # the session's (mcpactor.tracing.tasks). (An unfollowed task's node is NOBODY.)
-        muted = node.muted
-        if node.id:
-            node.muted = True
+        # the session's (mcpactor.tracing.tasks).
+        me = session._task_ids.get(task._counter, 0)
+        if me:
+            session._muted.add(me)
         try:
             await session.transport.send(batch)
         except TransportClosed as exc:
@@ -177,8 +175,8 @@ class Writer:
                           {"yields": task._schedule_points - before})
             raise
         finally:
-            if node.id:
-                node.muted = muted
+            if me:
+                session._muted.discard(me)
         yields = task._schedule_points - before
         sid = session.id
         clock = session._clock

@@ -7,6 +7,9 @@ purpose: the sink process imports only this and :mod:`.redact`.
 
 from __future__ import annotations
 
+import base64
+import json
+import re
 from typing import Any
 
 import orjson
@@ -16,10 +19,14 @@ from mcpactor.tracing.tracer import FLAT_FIELDS, Compact, EncodedMessage
 
 __all__ = [
     "SCHEDULE_KINDS",
+    "dumps",
     "embeddable",
     "encode_events",
+    "input_bytes",
     "jsonable",
+    "loads",
     "message_bytes",
+    "raw_fields",
     "to_event",
 ]
 
@@ -36,6 +43,8 @@ NO_FREE_TEXT = frozenset({
     "actor_started", "actor_stopped", "progress_dropped", "session_started",
     "transport_opened", "draining", "send_cancelled", "receive_cancelled",
 })
+#: The flat events of a request's handler, whose actor (``handler:<id>``) is not logged.
+HANDLER_KINDS = frozenset({"handler_started", "handler_finished"})
 #: seq, t, session, actor, kind, msg, related, yields.
 _MESSAGE_EVENT_SIZE = 8
 
@@ -45,8 +54,11 @@ def to_event(event: Compact, seq: int, origin: int) -> dict[str, Any]:
     kind = event[3]
     if kind in SCHEDULE_KINDS:
         return _schedule_record(event, seq)
+    actor = event[2]
+    if actor is None and kind in HANDLER_KINDS:
+        actor = f"handler:{event[4]}"  # the flat handler events leave it to be derived
     out: dict[str, Any] = {"seq": seq, "t": (event[0] - origin) / 1e9, "session": event[1],
-                           "actor": event[2], "kind": kind}
+                           "actor": actor, "kind": kind}
     if type(event[4]) is dict:
         # An event's keys as one dict (the places after it unused).
         if any(v is not None for v in event[5:]):
@@ -80,7 +92,6 @@ def _schedule_record(event: Compact, seq: int) -> dict[str, Any]:
 
 def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[bytes]:
     """Encode events as JSON lines, redacting secrets (every output uses this)."""
-    dumps = orjson.dumps
     out: list[bytes] = []
     plain = _PLAIN_TYPES
     is_secret_key = redactor.is_secret_key
@@ -115,27 +126,129 @@ def encode_events(events: list[dict[str, Any]], redactor: Redactor) -> list[byte
             if key in _STRUCTURAL:
                 fixed[key] = value
                 continue
-            data = message_bytes(value)
+            data = message_bytes(value) if key != "raw" else None
             if data is not None:
                 if redactor.might_hold_secret(data):
                     try:
-                        value, _ = redactor.redact(orjson.loads(data))
-                    except orjson.JSONDecodeError:
+                        value, _ = redactor.redact(loads(data))
+                    except ValueError:
                         value = redactor.redact_text(data.decode("utf-8", "replace"))
                 else:
                     value = embeddable(data)
             elif value is not None and redactor.is_secret_key(key):
                 value = REDACTED
+            elif key == "raw" and type(value) is bytes:
+                # The input that was not JSON, as the session passes it: its text, and
+                # its exact bytes when they are not UTF-8 (raw_fields).
+                fixed.update(raw_fields(value, redactor))
+                continue
             elif key == "raw" and isinstance(value, str):
                 value = redactor.redact_text(value)
             elif isinstance(value, dict | list | str):
                 value, _ = redactor.redact(value)
             fixed[key] = value
-        try:
-            out.append(dumps(fixed))
-        except TypeError:
-            out.append(dumps({k: v if jsonable(v) else repr(v) for k, v in fixed.items()}))
+        out.append(dumps(fixed))
     return out
+
+
+#: orjson writes integers in this range only; JSON has no bound (a request id may be
+#: any integer, and a trace must carry it exactly).
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 64) - 1
+
+
+def dumps(obj: Any, option: int | None = None) -> bytes:
+    """One trace line's JSON (or any JSON of trace values): orjson, and when it
+    refuses, the same with every integer beyond 64 bits written exactly and any value
+    it cannot encode as its ``repr`` (a trace line is never lost to one odd value).
+    ``option``: orjson's. Raises TypeError only for what even that cannot encode."""
+    try:
+        return orjson.dumps(obj, option=option)
+    except TypeError:
+        return orjson.dumps(_encodable(obj, 0), option=option)
+
+
+def _encodable(value: Any, depth: int) -> Any:
+    # The slow path of dumps(): a copy that orjson takes.
+    cls = value.__class__
+    if cls is int:
+        return orjson.Fragment(str(value).encode()) if not _INT_MIN <= value <= _INT_MAX else value
+    if cls in (str, float, bool) or value is None or cls is orjson.Fragment:
+        return value
+    if depth > 200:
+        raise TypeError("a trace value nested too deeply")
+    if cls is dict:
+        return {k if type(k) is str else str(k): _encodable(v, depth + 1)
+                for k, v in value.items()}
+    if cls in (list, tuple):
+        return [_encodable(v, depth + 1) for v in value]
+    if isinstance(value, int):  # an int subclass (an IntEnum): its number
+        return _encodable(int(value), depth)
+    return value if jsonable(value) else repr(value)
+
+
+#: A run of digits as long as the smallest integer orjson reads as a float (2**63, 19
+#: digits): a line without one decodes exactly with orjson alone.
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+_LONG_DIGITS_STR = re.compile(r"[0-9]{19}")
+
+
+def loads(data: bytes | str) -> Any:
+    """Decode a trace line (or an embedded message) with every integer exact: orjson,
+    whose reading of an integer past 64 bits is a float (or a refusal), and the
+    stdlib's ``json`` for the rare line that holds one. Raises ValueError
+    (``orjson.JSONDecodeError`` for what is not JSON)."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if "number" not in str(exc).lower():
+            raise
+        try:
+            return _exact_loads(data)
+        except ValueError:
+            raise exc from None
+    if isinstance(data, str):
+        wide = _LONG_DIGITS_STR.search(data) is not None
+    else:
+        wide = _LONG_DIGITS.search(data) is not None
+    return _exact_loads(data) if wide else obj
+
+
+def _exact_loads(data: bytes | str) -> Any:
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def raw_fields(data: bytes, redactor: Redactor) -> dict[str, str]:
+    """The keys of a ``message_in`` whose input was not JSON: ``raw``, its text (secrets
+    redacted by pattern), and, when the bytes are not UTF-8, ``raw_b64``: the bytes
+    themselves (base64), which the text cannot hold, so that a replay reads exactly
+    what the recording read. Bytes that held a secret are not kept: their
+    ``raw_b64`` is the redacted text's."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        shown = data.decode("utf-8", "replace")
+        redacted = redactor.redact_text(shown)
+        exact = data if redacted == shown else redacted.encode("utf-8")
+        return {"raw": redacted, "raw_b64": base64.b64encode(exact).decode("ascii")}
+    return {"raw": redactor.redact_text(text)}
+
+
+def input_bytes(data: dict[str, Any]) -> bytes:
+    """What a recorded ``message_in`` (its keys) fed the session: the message's JSON,
+    or the exact bytes of input that was not JSON (``raw_b64``, else ``raw``'s text:
+    traces before ``raw_b64`` existed)."""
+    if "msg" in data:
+        return dumps(data["msg"])
+    exact = data.get("raw_b64")
+    if isinstance(exact, str):
+        try:
+            return base64.b64decode(exact, validate=True)
+        except ValueError:
+            pass  # an edited trace: fall back to the text
+    return str(data.get("raw", "")).encode("utf-8")
 
 
 def has_line_break(data: bytes) -> bool:
@@ -151,8 +264,8 @@ def embeddable(data: bytes) -> Any:
     is not JSON at all, its text as a string."""
     if has_line_break(data):
         try:
-            return orjson.Fragment(orjson.dumps(orjson.loads(data)))
-        except orjson.JSONDecodeError:
+            return orjson.Fragment(dumps(loads(data)))
+        except ValueError:
             return data.decode("utf-8", "replace")
     try:
         orjson.loads(data)
@@ -166,8 +279,6 @@ def embeddable(data: bytes) -> Any:
 
 def _valid_json(data: bytes) -> bool:
     # orjson refuses integers beyond 64 bits, which JSON allows (a request id may be one).
-    import json
-
     try:
         json.loads(data)
     except (ValueError, UnicodeDecodeError):

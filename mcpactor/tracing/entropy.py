@@ -43,7 +43,7 @@ from typing import Any, Protocol
 
 import trio
 
-from mcpactor.tracing.tasks import TRACK, Node
+from mcpactor.tracing.tasks import THREAD, TaskRef, current_node
 
 __all__ = [
     "Capture", "activate", "deactivate", "global_random", "install", "installed", "real",
@@ -65,20 +65,20 @@ _RealDate = _dt.date
 class Capture(Protocol):
     """What the swapped functions talk to: a followed task's recording, or a replay."""
 
-    def value(self, node: Node, source: str, real: Callable[..., Any], *args: Any) -> Any:
+    def value(self, node: TaskRef, source: str, real: Callable[..., Any], *args: Any) -> Any:
         """The value ``node``'s task reads from ``source`` (``real(*args)`` live)."""
         ...
 
-    def seed_for(self, node: Node) -> str:
+    def seed_for(self, node: TaskRef) -> str:
         """The seed of ``node``'s :mod:`random` stream."""
         ...
 
-    def thread_plan(self, node: Node) -> str | None:
+    def thread_plan(self, node: TaskRef) -> str | None:
         """(A replay) how ``node``'s next wait for a worker thread ended live: ``done``
         (the thread's result) or ``cancelled``; None to run it as it comes."""
         ...
 
-    def thread_done(self, node: Node, outcome: str) -> None:
+    def thread_done(self, node: TaskRef, outcome: str) -> None:
         """(A recording) how a wait for a worker thread ended."""
         ...
 
@@ -113,12 +113,10 @@ def deactivate(capture: Capture) -> None:
         _active = None
 
 
-def _node() -> Node | None:
-    # The followed task running now, or whose worker thread this is (the node of the task
-    # that started the thread, which waits meanwhile): a task is named when it is spawned,
-    # so its context holds its own node from its first step on.
-    node = TRACK.get()
-    return node if node.id else None
+def _node() -> TaskRef | None:
+    # The followed task running now, or whose worker thread this is (the task that started
+    # the thread, which waits meanwhile).
+    return current_node()
 
 
 def _read(source: str, *args: Any) -> Any:
@@ -213,7 +211,7 @@ _global_random: random.Random = random._inst
 _free_random = random.Random()
 
 
-def stream_for(node: Node, capture: Capture) -> random.Random:
+def stream_for(node: TaskRef, capture: Capture) -> random.Random:
     """``node``'s own :class:`random.Random`, made on first use."""
     rng = node.rng
     if rng is None:
@@ -265,14 +263,22 @@ async def _run_sync(sync_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> A
     did); a wait that ended cancelled keeps its thread from finishing first. Either way
     the thread runs, and its reads of the clocks and entropy are its task's.
     """
-    node = TRACK.get()
-    capture = _active or node.rec
-    if not node.id or node.muted or capture is None:
+    node = current_node()
+    capture = _active or (node.rec if node is not None else None)
+    if node is None or node.muted or capture is None:
         return await _real_run_sync(sync_fn, *args, **kwargs)
+
+    def in_thread(*a: Any) -> Any:
+        # The thread runs in a copy of the task's context: its reads are the task's.
+        # (A function handed over as it is — run_sync(os.urandom, 4) — is called from
+        # here, so what it reads is captured as the application's.)
+        THREAD.set(node)
+        return sync_fn(*a)
+
     plan = capture.thread_plan(node)
     if plan is None:
         try:
-            result = await _real_run_sync(sync_fn, *args, **kwargs)
+            result = await _real_run_sync(in_thread, *args, **kwargs)
         except trio.Cancelled:
             capture.thread_done(node, "cancelled")
             raise
@@ -283,12 +289,12 @@ async def _run_sync(sync_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> A
         # scope of our own: entering one reads the clock, which live did not happen).
         kwargs.pop("cancellable", None)
         kwargs["abandon_on_cancel"] = False
-        return await _real_run_sync(sync_fn, *args, **kwargs)
+        return await _real_run_sync(in_thread, *args, **kwargs)
     release = threading.Event()
 
     def held(*a: Any) -> Any:
         try:
-            return sync_fn(*a)
+            return in_thread(*a)
         finally:
             release.wait()  # until the cancellation has ended the wait
 

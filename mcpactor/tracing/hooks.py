@@ -5,9 +5,9 @@ While a recording runs, :class:`PassHook` is the iteration of Trio's run queue (
 copies the queue once per pass of its loop to make the batch; see
 :mod:`mcpactor.tracing.schedule`) and the clock's reading. It runs for every pass and
 every reading, so the usual case — one recording in the run — does its per-task work in
-C either way: here through a chain of ``map`` (``task.context`` -> the node in it -> its
-number), in ``_hooks.c`` directly. The spawn hook's reference is
-:class:`mcpactor.tracing.tasks.Naming`.
+C either way: here through a chain of ``map`` (each task's Trio number -> the recording's
+number, :class:`~mcpactor.tracing.tasks.TaskTable`), in ``_hooks.c`` directly. The
+spawn hook's reference is :class:`mcpactor.tracing.tasks.Naming`.
 
 ``_hooks.c`` implements the same objects (``PassHook``, and ``SpawnHook`` for
 ``Naming.task_spawned`` in a recording) for the recorded process's sake: in Python these
@@ -19,7 +19,6 @@ C compiler at install the Python ones run; ``MCPACTOR_PURE_HOOKS=1`` picks them 
 from __future__ import annotations
 
 import importlib
-import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -42,8 +41,7 @@ def native() -> ModuleType | None:
 
 
 _deque_iter = deque.__iter__
-_context_of = attrgetter("context")
-_id_of = attrgetter("id")
+_counter_of = attrgetter("_counter")
 
 
 class PassHook:
@@ -56,21 +54,19 @@ class PassHook:
     ``trio_run``: Trio's run module; ``inner`` and ``offset``: the wrapped clock's
     reading is ``offset + inner()``, read once per pass (None: a run whose clock is left
     as it is, read through ``virtual_now``); ``trio_state``: Trio's thread-local dict,
-    with ``"task"`` in it while a task runs; ``track``, ``nobody``, ``ctx_get``: the
-    context variable of the followed tasks' nodes, the node of an unfollowed task, and
-    ``contextvars.Context.get``; ``chunk_items``: the buffer size at which the
-    recording hands its records on; ``task_type``, ``node_type``, ``numbering_type``:
-    Trio's task class, and :class:`~mcpactor.tracing.tasks.Node` and
-    :class:`~mcpactor.tracing.tasks.Numbering` (whose slots the compiled hook reads
+    with ``"task"`` in it while a task runs; ``chunk_items``: the buffer size at which
+    the recording hands its records on; ``task_type``, ``root_type``, ``table_type``:
+    Trio's task class, :class:`~mcpactor.tracing.tasks.Root` and
+    :class:`~mcpactor.tracing.tasks.TaskTable` (whose slots the compiled hook reads
     directly).
     """
 
     def __init__(self, *, runq: deque[Any], many: Callable[[list[Any]], list[Any]],
                  coin: Callable[[], float], keep: Any, trio_run: Any,
                  inner: Callable[[], float] | None, offset: float,
-                 virtual_now: Callable[[], float], trio_state: dict[str, Any], track: Any,
-                 nobody: Any, ctx_get: Callable[..., Any], chunk_items: int,
-                 task_type: type, node_type: type, numbering_type: type) -> None:
+                 virtual_now: Callable[[], float], trio_state: dict[str, Any],
+                 chunk_items: int, task_type: type, root_type: type, table_type: type
+                 ) -> None:
         self._runq = runq
         self._many = many
         self._coin = coin
@@ -80,14 +76,11 @@ class PassHook:
         self._offset = offset
         self._virtual_now = virtual_now
         self._trio_state = trio_state
-        self._tracks = itertools.repeat(track)
-        self._nobodies = itertools.repeat(nobody)
-        self._ctx_get = ctx_get
         self._chunk_items = chunk_items
         #: The recording served alone (None: every pass goes to ``many``).
         self.rec: Any = None
         self._events: list[Any] = []
-        self._numbering: Any = None
+        self._table: Any = None
         self._handoff: Callable[[], None] = _nothing
         #: The current batch in run order, and its followed tasks' numbers (the run of
         #: its sched record).
@@ -101,10 +94,9 @@ class PassHook:
         """The recording the hook serves alone (None: every pass goes to ``many``)."""
         self.rec = rec
         if rec is None:
-            self._events, self._numbering, self._handoff = [], None, _nothing
+            self._events, self._table, self._handoff = [], None, _nothing
         else:
-            self._events, self._numbering, self._handoff = (
-                rec._events, rec.numbering, rec.handoff)
+            self._events, self._table, self._handoff = rec._events, rec.tasks, rec.handoff
 
     @property
     def now(self) -> float:
@@ -121,8 +113,7 @@ class PassHook:
         if self.rec is None:
             return reversed(self._many(tasks))
         # A tuple: of numbers only, the garbage collector stops following it at once.
-        run = tuple(filter(None, map(_id_of, map(self._ctx_get, map(_context_of, tasks),
-                                                 self._tracks, self._nobodies))))
+        run = tuple(filter(None, map(self._table.ids.get, map(_counter_of, tasks))))
         if self._coin() < 0.5:
             tasks.reverse()
             run = run[::-1]
@@ -130,7 +121,7 @@ class PassHook:
         self.current = run
         events = self._events
         if run:
-            new = self._numbering.new
+            new = self._table.new
             names = tuple(new) if new else None
             new.clear()
             events.extend((0, None, None, "sched", self.now, run, names))

@@ -20,6 +20,7 @@ The file format is described in ``docs/trace-format.md``.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -33,6 +34,7 @@ from mcpactor.tracing import entropy
 from mcpactor.tracing.redact import DEFAULT_REDACT_KEYS
 from mcpactor.tracing.schedule import RecordingScheduler, last_sched_in
 from mcpactor.tracing.seeds import clock_kind, fresh_seeds, hash_seed
+from mcpactor.tracing.sink import claim_trace_file
 from mcpactor.tracing.sinkclient import (
     DRAIN_TIMEOUT,
     MemoryOutput,
@@ -41,7 +43,7 @@ from mcpactor.tracing.sinkclient import (
     open_output,
     writer_mode,
 )
-from mcpactor.tracing.tasks import Node, Numbering
+from mcpactor.tracing.tasks import TaskRef, TaskTable
 from mcpactor.tracing.tracer import WIDTH
 
 __all__ = [
@@ -154,16 +156,16 @@ class Recorder:
         #: Append one record, a tuple of WIDTH items (the session's per-message call: a
         #: C function).
         self.log: Callable[[tuple[Any, ...]], None] = self._events.extend
-        #: The task numbers (the names of those given since the last sched record go in
-        #: the next one).
-        self.numbering = Numbering()
+        #: The tasks it follows (the names of those numbered since the last sched record
+        #: go in the next one).
+        self.tasks = TaskTable(self)
         self._base = 0  # records handed on so far
         self._output: ProcessOutput | ThreadOutput | MemoryOutput | None = None
         self._scheduler: RecordingScheduler | None = None
         self._started = False
         self._closed = False
         self._last_handoff = 0
-        self._flusher: trio.CancelScope | None = None
+        self._ticker: _Ticker | None = None
         self._seed = str(self.header.seeds.get("random"))
         #: The seq and run of the latest sched record handed on (RecordingScheduler).
         self._last_sched: tuple[int, tuple[int, ...] | None] = (0, None)
@@ -255,7 +257,11 @@ class Recorder:
         entropy.install()
         entropy.capture_datetime()
         self._last_handoff = _perf_ns()
-        trio.lowlevel.spawn_system_task(self._flush_task, name="mcpactor-trace-flusher")
+        if clock_kind() != "virtual":
+            # (Under a virtual clock a periodic hand-over would be a wake-up the run does
+            # not otherwise have; what a pass hands on, and the end's, are enough there.)
+            self._ticker = _Ticker(trio.lowlevel.current_trio_token(), self._tick)
+            self._ticker.start()
 
     async def aclose(self) -> None:
         """Stop recording: hand the rest on and wait (without blocking the loop, within
@@ -280,8 +286,8 @@ class Recorder:
         entropy.uninstall()
         if self._scheduler is not None:
             self._scheduler.leave(self)
-        if self._flusher is not None:
-            self._flusher.cancel()
+        if self._ticker is not None:
+            self._ticker.stop()
         self.handoff(last=True)
         assert self._output is not None
         self._output.close()
@@ -319,44 +325,36 @@ class Recorder:
         self._last_handoff = _perf_ns()
         self._output.submit(first, chunk, last=last)
 
-    async def _flush_task(self) -> None:
-        # Hands the buffer on when the run goes quiet (a batch hands it on when it is
-        # large), and writes out what the sink's pipe could not take at once.
-        with trio.CancelScope() as scope:
-            self._flusher = scope
-            virtual = clock_kind() == "virtual"
-            while True:
-                output = self._output
-                if isinstance(output, ProcessOutput) and output.pending:
-                    with trio.move_on_after(_CHUNK_SECONDS):
-                        await trio.lowlevel.wait_writable(output.fd)
-                    output.pump()
-                elif virtual:
-                    # Under a virtual clock a periodic sleep would move time on forever.
-                    await trio.sleep_forever()
-                else:
-                    await trio.sleep(_CHUNK_SECONDS)
-                if self._events and _perf_ns() - self._last_handoff >= _CHUNK_SECONDS * 1e9:
-                    self.handoff()
+    def _tick(self) -> None:
+        # Every _CHUNK_SECONDS, in the run's thread (the ticker's call): hands the buffer
+        # on when the run has gone quiet (a pass hands it on when it is large), and writes
+        # out what the sink's pipe could not take at once.
+        if self._closed:
+            return
+        output = self._output
+        if isinstance(output, ProcessOutput) and output.pending:
+            output.pump()
+        if self._events and _perf_ns() - self._last_handoff >= _CHUNK_SECONDS * 1e9:
+            self.handoff()
 
     # -- the entropy capture ------------------------------------------------------------
 
-    def value(self, node: Node, source: str, real: Callable[..., Any], *args: Any) -> Any:
+    def value(self, node: TaskRef, source: str, real: Callable[..., Any], *args: Any) -> Any:
         """A followed task reads ``source``: the real value, logged."""
         v = real(*args)
         if not node.muted and node.id and not self._closed:
             self._events.extend((0, None, None, "read", node.id, source, v))
         return v
 
-    def seed_for(self, node: Node) -> str:
+    def seed_for(self, node: TaskRef) -> str:
         """``node``'s :mod:`random` stream's seed: the trace's, and the task's name."""
         return f"{self._seed}:{node.name}"
 
-    def thread_plan(self, node: Node) -> str | None:
+    def thread_plan(self, node: TaskRef) -> str | None:
         """Live: a thread's wait ends as it ends."""
         return None
 
-    def thread_done(self, node: Node, outcome: str) -> None:
+    def thread_done(self, node: TaskRef, outcome: str) -> None:
         """How a followed task's wait for a worker thread ended (a ``read``, source
         ``thread``)."""
         if node.id and not self._closed:
@@ -418,6 +416,34 @@ class Recorder:
         return self._base + len(self._events) // WIDTH
 
 
+class _Ticker(threading.Thread):
+    """Calls ``tick`` in a Trio run's thread every ``_CHUNK_SECONDS`` (through the run's
+    entry queue), until stopped or the run ends.
+
+    A thread rather than a task asleep in the run: a timer pending in the run's deadline
+    heap would cost its loop work on every pass, and the recording's periodic work needs
+    none of the run's own time keeping.
+    """
+
+    def __init__(self, token: trio.lowlevel.TrioToken, tick: Callable[[], None]) -> None:
+        super().__init__(name="mcpactor-trace-ticker", daemon=True)
+        self._token = token
+        self._tick = tick
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        """Tick until stopped."""
+        while not self._stopped.wait(_CHUNK_SECONDS):
+            try:
+                self._token.run_sync_soon(self._tick, idempotent=True)
+            except trio.RunFinishedError:
+                return
+
+    def stop(self) -> None:
+        """Stop ticking (returns at once)."""
+        self._stopped.set()
+
+
 def _check_path(path: Path, split: bool) -> None:
     # Fail at once, with the reason, rather than in the writer later.
     try:
@@ -433,8 +459,7 @@ def _check_path(path: Path, split: bool) -> None:
                 raise RecordingError(f"{path} is a folder: a whole-process trace is a file "
                                      "(pass a folder for one file per session)")
             path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "ab"):
-                pass
+            claim_trace_file(str(path))  # never waits: a FIFO without a reader is refused
     except OSError as exc:
         raise RecordingError(f"{path}: cannot write the trace: {exc.strerror or exc}") from None
 

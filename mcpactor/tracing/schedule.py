@@ -48,7 +48,7 @@ from typing import Any, Protocol
 import trio
 
 from mcpactor.tracing import entropy, hooks
-from mcpactor.tracing.tasks import NAMER, NOBODY, TRACK, Naming, Node, Numbering
+from mcpactor.tracing.tasks import TRACK, Naming, Root, TaskTable
 from mcpactor.tracing.tracer import WIDTH
 
 #: Records a recording buffers before it hands them on (the recorder's own limit).
@@ -160,10 +160,10 @@ class Subscriber(Protocol):
     ``_events`` itself, without a call per pass."""
 
     #: The records not yet handed on (flat: WIDTH items each), how many were handed on
-    #: before them, and the recording's task numbers.
+    #: before them, and the tasks it follows.
     _events: list[Any]
     _base: int
-    numbering: Numbering
+    tasks: TaskTable
 
     def handoff(self) -> None:
         """Hand the buffered records on."""
@@ -178,12 +178,8 @@ class RecordingScheduler:
     def __init__(self) -> None:
         self._coin = random.Random()
         self._keep = KeepOrder()
-        self._naming = Naming(numbered=True)
+        self._naming = Naming()
         self.recordings: list[Subscriber] = []
-        #: How many recordings joined this run: the run queue's one-recording path
-        #: serves only a run that never had another (a task of a recording that stopped
-        #: must not be taken for one of the remaining recording's).
-        self._joined = 0
         #: (Several recordings) the current batch in run order, and each recording's
         #: part of it (the run queue keeps these for the usual case of one).
         self.order: list[Any] = []
@@ -192,6 +188,8 @@ class RecordingScheduler:
         #: The pass hook (hooks.PassHook, compiled or not), while installed.
         self.hook: Any = None
         self._runner: Any = None
+        #: Trio's own Instruments object, while the compiled hook takes its spawn calls.
+        self._instruments: Any = None
         self._runq: RecordingRunq | None = None
         self._saved: tuple[Any, Any, Any] | None = None
 
@@ -208,21 +206,13 @@ class RecordingScheduler:
             scheduler = cls()
             scheduler._install()
         scheduler.recordings.append(recording)
-        scheduler._joined += 1
         scheduler._subscribed()
         return scheduler
 
     def _subscribed(self) -> None:
         # The pass hook handles the one-recording case itself.
         if self.hook is not None:
-            self.hook.bind(self.recordings[0] if (
-                len(self.recordings) == 1 and self._joined == 1) else None)
-
-    def _named(self, node: Node) -> None:
-        # A root named outside a spawn (a client's code): numbered by its recording.
-        rec = node.rec
-        if rec in self.recordings:
-            rec.numbering.number(node)
+            self.hook.bind(self.recordings[0] if len(self.recordings) == 1 else None)
 
     async def _guard(self) -> None:
         # Trio's own parts go back when the run ends, whatever the recordings did.
@@ -258,29 +248,53 @@ class RecordingScheduler:
         self.hook = (compiled.PassHook if compiled is not None else hooks.PassHook)(
             runq=runq, many=self._batch_many, coin=self._coin.random, keep=self._keep,
             trio_run=_trio_run, inner=inner, offset=offset, virtual_now=trio.current_time,
-            trio_state=_GLOBAL.__dict__, track=TRACK, nobody=NOBODY,
-            ctx_get=contextvars.Context.get, chunk_items=CHUNK_ITEMS,
-            task_type=trio.lowlevel.Task, node_type=Node, numbering_type=Numbering)
+            trio_state=_GLOBAL.__dict__, chunk_items=CHUNK_ITEMS, task_type=trio.lowlevel.Task,
+            root_type=Root, table_type=TaskTable)
         setattr(runq_class, "__iter__", self.hook)  # noqa: B010 - a class slot, set late
         runner.runq = runq
         if wrap:
             self.clock = runner.clock = RecordingClock(runner.clock, self.hook)
         _trio_run._r = self._keep
+        spawn = None
         if compiled is not None:
             # The same naming, in C (the instance's attribute, which Trio calls).
-            self._naming.task_spawned = compiled.SpawnHook(  # type: ignore[method-assign]
-                track=TRACK, nobody=NOBODY, ctx_get=contextvars.Context.get,
-                root=self._naming.root, task_type=trio.lowlevel.Task, node_type=Node,
-                numbering_type=Numbering).task_spawned
+            # (The Python one stays for the rare cases: a root to claim.)
+            python = Naming.task_spawned.__get__(self._naming)
+            spawn = compiled.SpawnHook(
+                track=TRACK, ctx_get=contextvars.Context.get, trio_state=_GLOBAL.__dict__,
+                python=python, task_type=trio.lowlevel.Task, root_type=Root,
+                table_type=TaskTable)
+            self._naming.task_spawned = spawn.task_spawned  # type: ignore[method-assign]
         trio.lowlevel.add_instrument(self._naming)
-        NAMER.set(self._named)
+        if spawn is not None:
+            self._route_spawns(runner, spawn)
         trio.lowlevel.spawn_system_task(self._guard, name="mcpactor-recording-guard")
+
+    def _route_spawns(self, runner: Any, spawn: Any) -> None:
+        # Trio calls every instrument through its Instruments.call, a Python frame per
+        # spawned task; while the naming is the only task_spawned instrument, the compiled
+        # hook takes those calls itself (in a class of the run's own, sharing Trio's data:
+        # instruments added or removed meanwhile stay as they are when it goes).
+        original = runner.instruments
+        data = getattr(original, "data", None)
+        if not isinstance(data, dict) or not isinstance(data.get("task_spawned"), dict):
+            return
+        routed_class = type(type(original).__name__, (type(original),),
+                            {"__slots__": (), "call": spawn.call})
+        routed: Any = object.__new__(routed_class)
+        routed.data = data
+        spawn.route(data["task_spawned"], type(original).call.__get__(routed))
+        runner.instruments = routed
+        self._instruments = original
 
     def _uninstall(self) -> None:
         if self._saved is None:
             return
         runq, clock, coin = self._saved
         runner = self._runner
+        if self._instruments is not None:
+            runner.instruments = self._instruments
+            self._instruments = None
         current = runner.runq
         runq.clear()
         runq.extend(deque.__iter__(current))
@@ -294,8 +308,6 @@ class RecordingScheduler:
             self.hook = None
         with contextlib.suppress(KeyError, RuntimeError):
             trio.lowlevel.remove_instrument(self._naming)
-        with contextlib.suppress(LookupError, RuntimeError):
-            NAMER.set(_no_namer)
 
     # -- the hook (the one-recording case is the PassHook's own) --------------------------
 
@@ -305,14 +317,14 @@ class RecordingScheduler:
         recordings = self.recordings
         runs: dict[Any, list[int]] = {}
         for task in tasks:
-            node = task.context.get(TRACK, NOBODY)
-            rec = node.rec
-            if not node.id or rec not in recordings:
-                continue  # not followed, or a recording that has stopped
-            run = runs.get(rec)
-            if run is None:
-                run = runs[rec] = []
-            run.append(node.id)
+            for rec in recordings:
+                tid = rec.tasks.ids.get(task._counter)
+                if tid is not None:
+                    run = runs.get(rec)
+                    if run is None:
+                        run = runs[rec] = []
+                    run.append(tid)
+                    break
         if self._coin.random() < 0.5:
             tasks.reverse()
             for run in runs.values():
@@ -323,7 +335,7 @@ class RecordingScheduler:
         if runs:
             now = hook.now
             for rec in runs:
-                new = rec.numbering.new
+                new = rec.tasks.new
                 names = tuple(new) if new else None
                 new.clear()
                 rec._events.extend((0, None, None, "sched", now, done[id(rec)], names))
@@ -356,17 +368,13 @@ class RecordingScheduler:
         except RuntimeError:
             return seq, 0
         done = 0
+        ids = recording.tasks.ids
         for task in order:
             if task is me:
                 break
-            node = task.context.get(TRACK, NOBODY)
-            if node.rec is recording and node.id:
+            if task._counter in ids:
                 done += 1
         return seq, done
-
-
-def _no_namer(node: Node) -> None:
-    """The run's recordings have stopped: nothing numbers new tasks."""
 
 
 def latest_sched(recording: Any) -> tuple[int, tuple[int, ...] | None]:

@@ -39,15 +39,17 @@ from typing import Any
 import orjson
 
 import mcpactor
-from mcpactor.tracing import entropy
+from mcpactor.tracing import entropy, hooks
 from mcpactor.tracing.sink import (
     FRAME,
     OP_CHUNK,
     OP_END,
     OP_OPEN,
+    OP_PACKED,
     OP_SESSION,
     MemoryFiles,
     SinkCore,
+    chunk_or_declare,
 )
 from mcpactor.tracing.tracer import WIDTH
 
@@ -99,6 +101,24 @@ def _marshalable(events: list[Any]) -> list[Any]:
             v = _plain(v)
         out.append(v)
     return out
+
+
+def _marshal_one(value: Any) -> bytes:
+    # What the packer leaves to marshal (ints beyond 64 bits, dicts, lists, ...), as the
+    # encoder would write it.
+    try:
+        return marshal.dumps(value)
+    except ValueError:
+        return marshal.dumps(_plain(value))
+
+
+def _packer() -> Any:
+    compiled = hooks.native()
+    return None if compiled is None else compiled.pack
+
+
+#: The compiled chunk packer (None: marshal's frames).
+_PACK = _packer()
 
 
 def _plain(value: Any) -> Any:
@@ -228,16 +248,18 @@ class ThreadOutput:
         try:
             while True:
                 op, a, b = self._queue.get()
-                if op == "C":
-                    try:
-                        core.chunk(a, b)
-                    except Exception as exc:  # one bad chunk must not stop the rest
-                        self.error = exc
-                    self._queued -= len(b)
-                elif op == "S":
-                    core.session_closed(a)
-                else:
-                    break
+                try:
+                    if op == "C":
+                        self._queued -= len(b)
+                        chunk_or_declare(core, a, b)
+                    elif op == "S":
+                        core.session_closed(a)
+                    else:
+                        break
+                except Exception as exc:  # one bad chunk must not stop the rest
+                    self.error = exc
+                    print(f"mcpactor trace writer: {type(exc).__name__}: {exc}",
+                          file=sys.stderr, flush=True)
         finally:
             core.close()
             self._done.set()
@@ -484,11 +506,15 @@ class ProcessOutput:
             self._backlog.drop(first_seq, len(events) // WIDTH)
             return
         events = self._backlog.mark(events)
-        try:
-            body = marshal.dumps((first_seq, events))
-        except ValueError:
-            body = marshal.dumps((first_seq, _marshalable(events)))
-        if not self._sink.send(OP_CHUNK, self._channel, body):
+        if _PACK is not None:
+            op, body = OP_PACKED, _PACK(first_seq, events, _marshal_one)
+        else:
+            op = OP_CHUNK
+            try:
+                body = marshal.dumps((first_seq, events))
+            except ValueError:
+                body = marshal.dumps((first_seq, _marshalable(events)))
+        if not self._sink.send(op, self._channel, body):
             self._fall_back()
             assert self._fallback is not None
             self._fallback.submit(first_seq, events)

@@ -6,28 +6,34 @@ request) and every task those spawn, however deep (a handler's own nursery inclu
 The transports' tasks (an HTTP connection, a WebSocket's reader, the trace writer's
 own) are not followed: a replay puts a replay transport in their place.
 
-Identity is a :class:`Node` held in a context variable (:data:`TRACK`). A task is named
-when it is spawned (:class:`Naming`, a Trio instrument the recording's scheduler and the
-replay's install): Trio copies the spawning task's context
-into the new task, so at that moment the new task carries its spawner's node; it gets a
-node of its own, named after the spawner and the order in which the spawner started its
-followed tasks (``<sid>/3/1``: the first task spawned by the third task the session's
-supervisor spawned). That order is deterministic in a replay that runs the same steps
-in the same order, so the same task gets the same name live and replayed. A root (a
-session's supervisor) is named by the code that starts it (:func:`spawn_root`): the
-session id; a client's code names the task it runs in (:func:`follow_current`).
+A recording's (or a replay's) :class:`TaskTable` holds its followed tasks, keyed by
+Trio's own number for each task (``Task._counter``): the number the trace gives it, its
+name, how many followed tasks it spawned, whether it is inside a transport now. Only
+numbers and strings: a followed task costs the garbage collector nothing more than an
+unfollowed one, and the scheduler hooks find a batch's numbers with a dict lookup per
+task.
 
-Every followed task's context holds its own node from its first step on, and an
-unfollowed task's holds :data:`NOBODY` (or nothing: the default): the scheduler hooks
-read a batch's task numbers straight from the contexts, without a Python call per task.
+A task is named when it is spawned (:class:`Naming`, a Trio instrument the recording's
+scheduler and the replay's install): the spawner is the running task, and the new task
+is ``<spawner's name>/<n>`` for the spawner's n-th followed child (``<sid>/3/1``: the
+first task spawned by the third task the session's supervisor spawned). That order is
+deterministic in a replay that runs the same steps in the same order, so the same task
+gets the same name live and replayed. A root (a session's supervisor) is named by the
+code that starts it (:func:`spawn_root`): the session id; a client's code names the task
+it runs in (:func:`follow_current`). Which table a spawn belongs to rides in a context
+variable (:data:`TRACK`, a :class:`Root` per session, which every task of the session
+inherits); a task spawned inside :func:`untracked` or by a task inside a transport is
+not followed.
 
-Bookkeeping on top of :mod:`contextvars`; the scheduler hooks that install
-:class:`Naming` live in :mod:`mcpactor.tracing.schedule` and the replayer.
+Bookkeeping only; the scheduler hooks that install :class:`Naming` live in
+:mod:`mcpactor.tracing.schedule` and the replayer, and ``_hooks.c`` does the same
+naming in C for a recording.
 """
 
 from __future__ import annotations
 
 import contextvars
+import random
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -35,174 +41,293 @@ from typing import Any
 import trio
 
 __all__ = [
-    "NAMER", "NOBODY", "TRACK", "Naming", "Node", "Numbering", "current_node", "follow_current",
-    "spawn_root", "untracked",
+    "NOBODY", "THREAD", "TRACK", "Naming", "Root", "TaskRef", "TaskTable", "current_node",
+    "follow_current", "spawn_root", "untracked",
 ]
 
+try:
+    from trio._core import _run as _trio_run
+except ImportError:  # pragma: no cover - depends on Trio's layout
+    _trio_run = None  # type: ignore[assignment]
 
-class Node:
-    """One followed task: who it is, its number, its spawn counter.
+_GLOBAL: Any = getattr(_trio_run, "GLOBAL_RUN_CONTEXT", None)
 
-    A root is named by the code that starts it; any other task is the ``ordinal``-th
-    followed child of its ``parent`` (its :attr:`name`, ``parent/ordinal``, is built
-    when asked). ``rec``: the recording (or replay) that follows it; ``id``: the number
-    that recording gave it (0: none); ``rng``: the task's own :mod:`random` stream,
-    made on its first draw (:mod:`mcpactor.tracing.entropy`); ``muted``: the task is
-    inside a transport's receive or send, which a replay replaces — its clock and
-    entropy reads there are the transport's, not the session's, and are not logged,
-    and the tasks it spawns (a transport's own) are not followed; ``pending``: a root
-    made for a task not spawned yet (:func:`spawn_root`).
+#: The table grows by one entry per task and is swept of finished tasks once it holds
+#: this many more entries than live ones (see :meth:`TaskTable.sweep`).
+SWEEP_SLACK = 1024
 
-    The compiled spawn hook (``mcpactor.tracing._hooks``) fills the slots of the nodes
-    it makes directly: a slot added here is one it must fill too.
+
+class TaskTable:
+    """The tasks one recording (or one replay) follows, by Trio's number for each task.
+
+    ``owner``: the recording (a replay's capture), for what a task reads; ``by_name``:
+    a replay's numbering — the recorded number of a task's name, or None for a task the
+    recording does not have — where a recording numbers its tasks in turn (and lists
+    each new one in :attr:`new` for its next ``sched`` record).
+
+    A task's name is made when asked (:meth:`name`; a recording's sink spells it from
+    the ``new`` lists): a child is kept as its parent's number and its ordinal.
+
+    The compiled spawn hook (``mcpactor.tracing._hooks``) reads and writes these slots
+    directly: a slot added here is one it must know of.
     """
 
-    __slots__ = ("_name", "id", "kids", "muted", "ordinal", "parent", "pending", "rec", "rng")
+    __slots__ = ("_sweep_at", "by_name", "ids", "kids", "last", "muted", "names", "new",
+                 "ordinals", "owner", "parents", "rngs")
 
-    def __init__(self, name: str | None, rec: Any = None, parent: Node | None = None,
-                 ordinal: int = 0) -> None:
-        self._name = name
-        #: The recording the task belongs to (its session's tracer): a run may hold
-        #: several (a server's and a client's), each following its own tasks.
-        self.rec = rec
-        self.parent = parent
-        self.ordinal = ordinal
-        self.kids = 0
-        self.id = 0
-        self.rng: Any = None
-        self.muted = False
-        self.pending = False
+    def __init__(self, owner: Any, by_name: Callable[[str, Any], int | None] | None = None
+                 ) -> None:
+        self.owner = owner
+        self.by_name = by_name
+        #: Trio's number of each followed task -> the trace's.
+        self.ids: dict[int, int] = {}
+        #: The trace's number -> the names made so far (roots', and those asked for), each
+        #: child's parent and ordinal, and how many followed tasks each task spawned.
+        self.names: dict[int, str] = {}
+        self.parents: dict[int, int] = {}
+        self.ordinals: dict[int, int] = {}
+        self.kids: dict[int, int] = {}
+        #: The tasks inside a transport's receive or send now, which a replay replaces:
+        #: their clock and entropy reads there are the transport's, not the session's, and
+        #: the tasks they spawn (a transport's own) are not followed.
+        self.muted: set[int] = set()
+        #: Each task's own :mod:`random` stream, made on its first draw (entropy).
+        self.rngs: dict[int, random.Random] = {}
+        #: (A recording) the last number given, and the names of those given since the
+        #: last sched record, flat, three items each: the number, then the parent's number
+        #: and the ordinal, or None and a root's name.
+        self.last = 0
+        self.new: list[Any] = []
+        self._sweep_at = SWEEP_SLACK
+
+    # -- naming ---------------------------------------------------------------------------
+
+    def name(self, tid: int) -> str:
+        """The name of task ``tid``: a root's own, ``<parent>/<ordinal>`` for a child."""
+        name = self.names.get(tid)
+        if name is None:
+            parent = self.parents.get(tid)
+            if parent is None:
+                return f"#{tid}"
+            name = self.names[tid] = f"{self.name(parent)}/{self.ordinals[tid]}"
+        return name
+
+    def claim(self, task: Any, name: str) -> int:
+        """Follow ``task`` as the root named ``name``; its number (0: a replay's root that
+        the recording does not have)."""
+        if self.by_name is None:
+            self.last += 1
+            tid = self.last
+            self.new.extend((tid, None, name))
+        else:
+            tid = self.by_name(name, task) or 0
+        if tid:
+            self.names[tid] = name
+            self.ids[task._counter] = tid
+        return tid
+
+    def spawned(self, task: Any, spawner: Any) -> None:
+        """Name ``task``, just spawned by ``spawner`` (None: outside a task), if the table
+        follows it."""
+        if spawner is None:
+            return
+        stid = self.ids.get(spawner._counter)
+        if stid is None or stid in self.muted:
+            return  # an unfollowed spawner, or a transport's task
+        kids = self.kids[stid] = self.kids.get(stid, 0) + 1
+        if self.by_name is None:
+            self.last += 1
+            tid = self.last
+            self.new.extend((tid, stid, kids))
+        else:
+            tid = self.by_name(f"{self.name(stid)}/{kids}", task) or 0
+            if not tid:
+                return
+        self.parents[tid] = stid
+        self.ordinals[tid] = kids
+        self.ids[task._counter] = tid
+        if len(self.ids) > self._sweep_at:
+            self.sweep()
+
+    def sweep(self) -> None:
+        """Forget the tasks that have finished (Trio no longer runs them), but for the
+        ancestors of those that run (their names spell their descendants'). In place:
+        the session and the hooks hold these dicts."""
+        runner = getattr(_GLOBAL, "runner", None)
+        live = {task._counter for task in runner.tasks} if runner is not None else set()
+        ids = self.ids
+        for counter in [c for c in ids if c not in live]:
+            del ids[counter]
+        kept: set[int] = set()
+        parents = self.parents
+        for tid in ids.values():
+            while tid and tid not in kept:
+                kept.add(tid)
+                tid = parents.get(tid, 0)
+        for table in (self.names, self.parents, self.ordinals, self.kids, self.rngs):
+            for tid in [t for t in table if t not in kept]:
+                del table[tid]
+        self._sweep_at = len(ids) + SWEEP_SLACK
+
+    # -- the running task -------------------------------------------------------------------
+
+    def of(self, task: Any) -> int:
+        """The number of ``task`` (0: not followed)."""
+        return self.ids.get(task._counter, 0)
+
+    def current(self) -> int:
+        """The number of the running task (0: not followed, or no task runs)."""
+        try:
+            task = _GLOBAL.task
+        except AttributeError:
+            return 0
+        return self.ids.get(task._counter, 0)
+
+
+class Root:
+    """What the tasks of one followed tree carry in their context: the table that follows
+    them, and (``pending``) the name of a root that :func:`spawn_root` is starting."""
+
+    __slots__ = ("name", "pending", "table")
+
+    def __init__(self, table: TaskTable | None, name: str, pending: bool = False) -> None:
+        self.table = table
+        self.name = name
+        self.pending = pending
+
+    def __repr__(self) -> str:
+        return f"Root({self.name!r})"
+
+
+#: What the tasks spawned inside :func:`untracked` carry: no table.
+NOBODY = Root(None, "-")
+
+#: The tree the running task belongs to (None: no followed tree).
+TRACK: contextvars.ContextVar[Root | None] = contextvars.ContextVar("mcpactor_track",
+                                                                    default=None)
+
+
+class TaskRef:
+    """One followed task as the code that reads clocks and entropy sees it (made when
+    asked: :func:`current_node`)."""
+
+    __slots__ = ("id", "table")
+
+    def __init__(self, table: TaskTable, tid: int) -> None:
+        self.table = table
+        self.id = tid
 
     @property
     def name(self) -> str:
-        """``session-id`` for a root, ``<parent's name>/<ordinal>`` for any other."""
-        name = self._name
-        if name is None:
-            assert self.parent is not None
-            name = self._name = f"{self.parent.name}/{self.ordinal}"
-        return name
+        """Its name (see the module)."""
+        return self.table.name(self.id)
+
+    @property
+    def rec(self) -> Any:
+        """The recording (or replay) that follows it."""
+        return self.table.owner
+
+    @property
+    def muted(self) -> bool:
+        """Whether it is inside a transport now (see :attr:`TaskTable.muted`)."""
+        return self.id in self.table.muted
+
+    @property
+    def rng(self) -> random.Random | None:
+        """Its own :mod:`random` stream, once made."""
+        return self.table.rngs.get(self.id)
+
+    @rng.setter
+    def rng(self, value: random.Random) -> None:
+        self.table.rngs[self.id] = value
 
     def __repr__(self) -> str:
-        return f"Node({self.name!r})"
+        return f"TaskRef({self.name!r})"
 
 
-#: What an unfollowed task carries: no number (the hooks map every task to a node's
-#: ``id`` in C, so the value is never None).
-NOBODY = Node("-")
-
-#: The node of the task running now (NOBODY for a task the trace does not follow).
-TRACK: contextvars.ContextVar[Node] = contextvars.ContextVar("mcpactor_track", default=NOBODY)
-
-#: Who numbers the followed tasks of the current Trio run (the recording's scheduler;
-#: a replay numbers them by name when it first sees them): called with a root named
-#: outside a spawn (:func:`follow_current`).
-NAMER: trio.lowlevel.RunVar[Callable[[Node], None]] = trio.lowlevel.RunVar("mcpactor_namer")
-
-
-class Numbering:
-    """A recording's task numbers: the last one given, and the names of those given since
-    the last ``sched`` record, flat, three items each: the number, then the parent's
-    number and the ordinal, or None and a root's name. (Flat numbers and strings: until
-    the records are handed on, the garbage collector has no container to follow.)"""
-
-    __slots__ = ("last", "new")
-
-    def __init__(self) -> None:
-        self.last = 0
-        self.new: list[Any] = []
-
-    def number(self, node: Node) -> None:
-        """Give ``node`` (a root, or a child named outside :class:`Naming`) a number."""
-        self.last += 1
-        node.id = self.last
-        parent = node.parent
-        if parent is None:
-            self.new.extend((self.last, None, node.name))
-        else:
-            self.new.extend((self.last, parent.id, node.ordinal))
+#: (In a worker thread a followed task started) that task: set by the entropy capture's
+#: ``trio.to_thread.run_sync`` in the thread's copy of the task's context.
+THREAD: contextvars.ContextVar[TaskRef | None] = contextvars.ContextVar("mcpactor_thread",
+                                                                        default=None)
 
 
 class Naming(trio.abc.Instrument):
-    """Names every spawned task the trace follows, in spawn order: the scheduler hooks
-    of a recording and of a replay each install one.
+    """Names every spawned task a trace follows, in spawn order: the scheduler hooks of a
+    recording and of a replay each install one (a recording's ``task_spawned`` is the
+    compiled one where it was built).
 
     Trio copies the spawning task's context into the new task, so when Trio reports the
-    spawn the new task carries its spawner's node: a pending root (:func:`spawn_root`)
-    becomes the new task's; a muted spawner's child (a transport's task) is not
-    followed; any other followed spawner's child gets a node of its own, named
-    ``<spawner>/<n>`` for the spawner's n-th followed child. ``numbered``: a recording
-    numbers each new node at once, from its node's recording's :class:`Numbering`
-    (``rec.numbering``); a replay numbers them by name when it first sees them.
+    spawn the new task carries its tree's :class:`Root`: a pending root becomes the new
+    task's; otherwise the running task (the spawner) names it, if the table follows the
+    spawner and it is not inside a transport.
     """
-
-    def __init__(self, *, numbered: bool) -> None:
-        self.numbered = numbered
 
     def task_spawned(self, task: Any) -> None:
         """Trio's hook: ``task`` was just spawned (by the running task)."""
-        context = task.context
-        node = context.get(TRACK, NOBODY)
-        if not node.id:
-            if node.pending:
-                self.root(node)
-            return  # an unfollowed spawner: its children inherit NOBODY (or its node)
-        if node.muted:
-            context.run(TRACK.set, NOBODY)
+        root = task.context.get(TRACK)
+        if root is None:
             return
-        kids = node.kids = node.kids + 1
-        rec = node.rec
-        child = Node(None, rec, node, kids)
-        context.run(TRACK.set, child)
-        if self.numbered:
-            numbering = rec.numbering
-            tid = child.id = numbering.last = numbering.last + 1
-            numbering.new.extend((tid, node.id, kids))
+        table = root.table
+        if table is None:
+            return  # untracked
+        if root.pending:
+            self.root(root, task)
+            return
+        table.spawned(task, getattr(_GLOBAL, "task", None))
 
-    def root(self, node: Node) -> None:
-        """A root made by :func:`spawn_root` becomes the new task's."""
-        node.pending = False
-        if self.numbered and node.rec is not None:
-            node.rec.numbering.number(node)
+    def root(self, root: Root, task: Any) -> None:
+        """A root made by :func:`spawn_root` becomes ``task``'s."""
+        root.pending = False
+        assert root.table is not None
+        root.table.claim(task, root.name)
 
 
-def current_node() -> Node | None:
-    """The node of the running task (or of the task whose worker thread this is), if the
-    trace follows it."""
-    node = TRACK.get()
-    return node if node.id else None
+def current_node() -> TaskRef | None:
+    """The running task (or the task whose worker thread this is), if a trace follows
+    it."""
+    ref = THREAD.get()
+    if ref is not None:
+        return ref
+    root = TRACK.get()
+    if root is None or root.table is None:
+        return None
+    tid = root.table.current()
+    return TaskRef(root.table, tid) if tid else None
 
 
 def spawn_root(
     nursery: trio.Nursery, name: str, fn: Callable[..., Awaitable[Any]], *args: Any,
-    rec: Any = None,
+    tracer: Any = None,
 ) -> None:
-    """Start ``fn(*args)`` as a followed root task named ``name`` (a session's supervisor)
-    of the recording ``rec``.
+    """Start ``fn(*args)`` as a task named ``name`` (a session's supervisor): a followed
+    root of ``tracer``'s table (``tracer.tasks``) if it has one, with everything it
+    starts.
 
-    The node rides in the context the new task copies, where the spawn instrument
+    The root rides in the context the new task copies, where the spawn instrument
     (:class:`Naming`) finds it; the caller's own context is left as it was.
     """
-    node = Node(name, rec)
-    node.pending = True
-    token = TRACK.set(node)
+    table = getattr(tracer, "tasks", None)
+    if not isinstance(table, TaskTable):
+        nursery.start_soon(fn, *args, name=f"mcpactor:{name}")
+        return
+    root = Root(table, name, pending=True)
+    token = TRACK.set(root)
     try:
         nursery.start_soon(fn, *args, name=f"mcpactor:{name}")
     finally:
-        node.pending = False
+        root.pending = False
         TRACK.reset(token)
 
 
-def follow_current(name: str, rec: Any) -> contextvars.Token[Node]:
-    """Follow the running task from now on, as a root named ``name`` (a client's code,
-    which runs in its caller's task); returns the token that puts its node back
-    (``TRACK.reset``)."""
-    node = Node(name, rec)
-    token = TRACK.set(node)
-    try:
-        namer = NAMER.get()
-    except (LookupError, RuntimeError):
-        return token
-    namer(node)
+def follow_current(name: str, tracer: Any) -> contextvars.Token[Root | None] | None:
+    """Follow the running task from now on, as a root named ``name`` of ``tracer``'s table
+    (a client's code, which runs in its caller's task); returns the token that puts the
+    context back (``TRACK.reset``), None if ``tracer`` follows no tasks."""
+    table = getattr(tracer, "tasks", None)
+    if not isinstance(table, TaskTable):
+        return None
+    token = TRACK.set(Root(table, name))
+    table.claim(trio.lowlevel.current_task(), name)
     return token
 
 

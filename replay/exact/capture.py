@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mcpactor.tracing.tasks import Node
+from mcpactor.tracing.tasks import TaskRef
 
 from .scheduler import MISSING, Scheduler
 
@@ -19,7 +19,7 @@ class ReplayCapture:
         self._scheduler = scheduler
         self._seed = str(seed)
 
-    def value(self, node: Node, source: str, real: Callable[..., Any], *args: Any) -> Any:
+    def value(self, node: TaskRef, source: str, real: Callable[..., Any], *args: Any) -> Any:
         """The recorded value of ``source`` for ``node``'s task."""
         if node.muted or self._scheduler.free:
             return real(*args)
@@ -30,16 +30,16 @@ class ReplayCapture:
             return bytes.fromhex(value)
         return value
 
-    def seed_for(self, node: Node) -> str:
+    def seed_for(self, node: TaskRef) -> str:
         """The seed of ``node``'s :mod:`random` stream (as the recording's)."""
         return f"{self._seed}:{node.name}"
 
-    def thread_plan(self, node: Node) -> str | None:
+    def thread_plan(self, node: TaskRef) -> str | None:
         """How the recorded wait for this thread ended (None: not recorded)."""
         if self._scheduler.free:
             return None
         value = self._scheduler.take(node, "thread")
         return None if value is MISSING else str(value)
 
-    def thread_done(self, node: Node, outcome: str) -> None:
+    def thread_done(self, node: TaskRef, outcome: str) -> None:
         """Nothing to record in a replay."""

@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from mcpactor.tracing.tasks import Node
+from mcpactor.tracing.tasks import TaskRef
 
 from ..trace import Trace
 from .scheduler import MISSING, Scheduler
@@ -31,7 +31,7 @@ class VirtualCapture:
         self._seed = str((trace.header.get("seeds") or {}).get("random"))
         self._bytes: dict[int, random.Random] = {}
 
-    def value(self, node: Node, source: str, real: Callable[..., Any], *args: Any) -> Any:
+    def value(self, node: TaskRef, source: str, real: Callable[..., Any], *args: Any) -> Any:
         """What the task read live, while it reads as it did (a task of unchanged code);
         else a value consistent with the virtual clock (or the task's seeded bytes)."""
         if node.muted:
@@ -41,18 +41,20 @@ class VirtualCapture:
             return bytes.fromhex(str(recorded)) if source == "urandom" else recorded
         now = self._scheduler.now
         if source == "urandom":
-            rng = self._bytes.setdefault(id(node), random.Random(f"{self._seed}:{node.name}:b"))
+            rng = self._bytes.get(node.id)
+            if rng is None:  # a TaskRef is made per read: the stream is the task's
+                rng = self._bytes[node.id] = random.Random(f"{self._seed}:{node.name}:b")
             return rng.randbytes(int(args[0]) if args else 0)
         if source.startswith("time"):
             wall = self._wall + (now - self._origin)
             return round(wall * 1e9) if source.endswith("_ns") else wall
         return round(now * 1e9) if source.endswith("_ns") else now
 
-    def seed_for(self, node: Node) -> str:
+    def seed_for(self, node: TaskRef) -> str:
         """As the recording's."""
         return f"{self._seed}:{node.name}"
 
-    def thread_plan(self, node: Node) -> str | None:
+    def thread_plan(self, node: TaskRef) -> str | None:
         """How the task's next wait for a worker thread ended live, if it was recorded
         (a task of unchanged code waits as it did: a deadline that beat the thread
         beats it again); else the thread ends as it ends. A wait that ended cancelled
@@ -63,5 +65,5 @@ class VirtualCapture:
         value = self._scheduler.take(node, "thread")
         return None if value is MISSING else str(value)
 
-    def thread_done(self, node: Node, outcome: str) -> None:
+    def thread_done(self, node: TaskRef, outcome: str) -> None:
         """Nothing to record."""

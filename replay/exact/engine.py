@@ -9,6 +9,7 @@ from typing import Any
 import trio
 
 from mcpactor.tracing import entropy
+from mcpactor.tracing.encode import dumps
 
 from ..model import ReplayOptions, ReplayResult
 from ..trace import Trace
@@ -47,7 +48,6 @@ def _output(trace: Trace, matcher: ExactMatcher) -> tuple[bytes, ...]:
     """The replay as a trace: the header, the replayed events, and — the replay having
     run them — the recorded schedule and reads among them, up to where it stopped. The
     same bytes every time, and itself a trace that replays."""
-    import orjson
 
     reproduced = matcher.reproduced
     stop = (trace.events[reproduced].seq if reproduced < len(trace.events)
@@ -55,7 +55,7 @@ def _output(trace: Trace, matcher: ExactMatcher) -> tuple[bytes, ...]:
     schedule = [(seq, line) for seq, line in trace.schedule_lines if seq < stop]
     events = [(trace.events[i].seq, line) for i, line in enumerate(matcher.output)]
     body = [line for _, line in sorted(schedule + events, key=lambda pair: pair[0])]
-    return (orjson.dumps({**trace.header, "replay": True}), *body)
+    return (dumps({**trace.header, "replay": True}), *body)
 
 
 async def _main(trace: Trace, subject: Any, options: ReplayOptions, scheduler: Scheduler,

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 import trio
 
-from mcpactor.tracing.encode import encode_events, to_event
+from mcpactor.tracing.encode import dumps, encode_events, loads, to_event
 from mcpactor.tracing.redact import Redactor
 from mcpactor.tracing.tasks import current_node
 from mcpactor.tracing.tracer import Compact
@@ -49,6 +48,9 @@ class ExactMatcher:
         self.trace = trace
         self.events = trace.events
         self.scheduler = scheduler
+        #: The tasks the replay follows (the sessions' spawn_root and a client's code
+        #: number theirs here).
+        self.tasks = scheduler.table
         self.redactor = Redactor(frozenset(trace.header.get("redacted_keys") or ()))
         self._expected = [ev.comparable() for ev in self.events]
         self.next = 0
@@ -107,7 +109,7 @@ class ExactMatcher:
         self.emitters.append(node.id if node is not None else None)
         self.event_steps.append(
             self.scheduler.last_step.get(node.id) if node is not None else None)
-        self.output.append(orjson.dumps(actual))
+        self.output.append(dumps(actual))
         if self.on_step is not None:
             self.on_step(expected, actual)
         if self.next >= self.until_index:
@@ -160,9 +162,5 @@ class ExactMatcher:
 
 
 def _loads(line: bytes) -> Any:
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        import json
-
-        return json.loads(line)
+    # Integers past 64 bits exact, as the trace's loader reads them.
+    return loads(line)

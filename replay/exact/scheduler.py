@@ -3,9 +3,9 @@ order, at the recorded clock readings.
 
 The mirror image of :mod:`mcpactor.tracing.schedule`. The same instrument names new
 tasks exactly as the recording did (:class:`~mcpactor.tracing.tasks.Naming`, in spawn
-order); the run queue's hook sees every pass's batch, numbers each new task as the
-recording's task of that name, and lets a followed task run only when it is the next
-step of the recorded schedule. A task that became runnable
+order), each numbered as the recording's task of that name (:attr:`Scheduler.table`);
+the run queue's hook sees every pass's batch and lets a followed task run only when it
+is the next step of the recorded schedule. A task that became runnable
 earlier is held back (kept out of Trio's queue, with the value it was woken with) until
 its turn; a task that is parked in the replay transport (:meth:`Scheduler.park`, for the
 times the live transport yielded) is woken when its turn comes. Tasks the recording
@@ -29,7 +29,7 @@ from typing import Any
 import trio
 
 from mcpactor.tracing.schedule import KeepOrder
-from mcpactor.tracing.tasks import NOBODY, TRACK, Naming, Node
+from mcpactor.tracing.tasks import Naming, TaskRef, TaskTable
 
 from ..trace import Trace
 
@@ -90,9 +90,9 @@ class ReplayClock(trio.abc.Clock):
             return s.loop_now()
         if s.clock_reads:
             # A recording that logged each reading of Trio's clock (an early one): those.
-            node = task.context.get(TRACK, NOBODY)
-            if node.id and not node.muted and not s.free:
-                value = s.read(node, "clock")
+            tid = s.table.of(task)
+            if tid and tid not in s.table.muted and not s.free:
+                value = s.read(TaskRef(s.table, tid), "clock")
                 if value is not MISSING:
                     return float(value)
         return s.now
@@ -176,9 +176,9 @@ class Scheduler:
         self._runner: Any = None
         self._saved: tuple[Any, Any] | None = None
         self._keep = KeepOrder()
-        self._naming = Naming(numbered=False)
-        # Nodes whose names the recording does not have (looked up once).
-        self._unknown: set[int] = set()
+        self._naming = Naming()
+        #: The followed tasks, numbered as the recording's tasks of the same names.
+        self.table = TaskTable(None, by_name=self._by_name)
 
     def _place(self, index: dict[int, int], seq: int, k: int) -> tuple[int, int]:
         # "After step k of record seq", as the cursor sees it: after a record's last
@@ -260,7 +260,7 @@ class Scheduler:
 
     # -- reads --------------------------------------------------------------------------
 
-    def read(self, node: Node, source: str, *, lenient: bool = False) -> Any:
+    def read(self, node: TaskRef, source: str, *, lenient: bool = False) -> Any:
         """The next value ``node``'s task read live, if it read ``source`` then; else
         MISSING (and the replay diverges: the code read something else). ``lenient``
         (changed code): Trio clock readings in between are passed over, and a mismatch
@@ -281,7 +281,7 @@ class Scheduler:
         queue.popleft()
         return value
 
-    def take(self, node: Node, source: str) -> Any:
+    def take(self, node: TaskRef, source: str) -> Any:
         """The next value of ``source`` in ``node``'s reads, wherever it is among them
         (how a wait for a worker thread ended is logged after what the thread read)."""
         queue = self._reads.get(node.id)
@@ -298,11 +298,10 @@ class Scheduler:
     async def park(self) -> None:
         """One yield of a live transport: wait until this task's next recorded step."""
         task = trio.lowlevel.current_task()
-        node = task.context.get(TRACK, NOBODY)
-        if self.free or not node.id:
+        tid = self.table.of(task)
+        if self.free or not tid:
             await trio.lowlevel.checkpoint()
             return
-        tid = node.id
         self.parked[tid] = task
 
         def abort(_: Any) -> trio.lowlevel.Abort:
@@ -313,38 +312,29 @@ class Scheduler:
 
     # -- the hooks ----------------------------------------------------------------------
 
-    def _number(self, node: Node, task: Any) -> bool:
-        """A followed task seen for the first time (spawned, or a client's code): it is
-        the recorded task of its name (a task the recording does not have is a
-        divergence). Whether it is one."""
-        key = id(node)
-        if key in self._unknown:
-            return False
-        tid = self.ids.get(node.name)
+    def _by_name(self, name: str, task: Any) -> int | None:
+        # A followed task named (spawned, or a client's code): the recorded task of that
+        # name; a task the recording does not have is a divergence (and not followed).
+        tid = self.ids.get(name)
         if tid is None:
-            self._unknown.add(key)
             if not self.free:
                 self.diverge(f"the replay started a task the recording does not "
-                             f"have: {node.name} ({_where(task)})")
-            return False
-        node.id = tid
+                             f"have: {name} ({_where(task)})")
+            return None
         self.tasks[tid] = task
-        return True
+        return tid
 
     def batch(self, tasks: list[Any], runq: deque[Any]) -> list[Any]:
         """One pass: the tasks Trio found runnable (oldest first); returns the batch in
         the order Trio pops it."""
         free: list[Any] = []
+        ids = self.table.ids
         for task in tasks:
-            node = task.context.get(TRACK, NOBODY)
-            if not node.id and (node is NOBODY or node.pending
-                                or not self._number(node, task)):
-                free.append(task)
-                continue
-            if self.free:
+            tid = ids.get(task._counter)
+            if tid is None or self.free:
                 free.append(task)
             else:
-                self.held[node.id] = task
+                self.held[tid] = task
         if self.free:
             order = free + list(self.held.values())
             self.held.clear()

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import trio
 
+from mcpactor.tracing.encode import input_bytes
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 
 from ..trace import Event
@@ -63,9 +63,7 @@ class ReplaySessionTransport(Transport):
         await self._yields(ev)
         self._next_in += 1
         if ev.kind == "message_in":
-            if "msg" in ev.data:
-                return _encode(ev.data["msg"])
-            return str(ev.data.get("raw", "")).encode("utf-8")
+            return input_bytes(ev.data)
         if ev.kind == "message_oversize":
             return Oversize(int(ev.data.get("size", 0)))
         if ev.kind == "transport_broken":
@@ -93,12 +91,3 @@ class ReplaySessionTransport(Transport):
     async def aclose(self) -> None:
         """Nothing to release."""
 
-
-def _encode(msg: Any) -> bytes:
-    try:
-        return orjson.dumps(msg)
-    except TypeError:
-        # An integer beyond 64 bits (JSON allows them; orjson does not).
-        import json
-
-        return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode()

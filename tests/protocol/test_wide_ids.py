@@ -243,3 +243,21 @@ def test_a_float_progress_token_is_no_token() -> None:
     _initialized(conn)
     (got,) = conn.receive(raw_request("5", "tools/list", '{"_meta":{"progressToken":1.5}}'))
     assert isinstance(got, pc.RequestReceived) and got.progress_token is None
+
+
+def test_a_float_progress_token_in_a_batch_is_no_token_not_a_crash() -> None:
+    """A float token in a 2025-03-26 batch raised InexactNumber out of receive() (the
+    re-read that handles it covered single messages only), ending the session's reader;
+    a batch is read exactly already, so the float is the peer's."""
+    conn = _server_conn()
+    _initialized(conn)
+    batch = b"[" + raw_request("5", "tools/list", '{"_meta":{"progressToken":1.5}}') + b"," \
+        + raw_request("6", "tools/list", f'{{"_meta":{{"progressToken":{2**65}}}}}') + b"]"
+    (got,) = conn.receive(batch)
+    assert isinstance(got, pc.BatchReceived)
+    first, second = got.events
+    assert isinstance(first, pc.RequestReceived) and first.progress_token is None
+    assert isinstance(second, pc.RequestReceived) and second.progress_token == 2**65
+    # Single messages afterwards still take the fast path with its re-read.
+    (later,) = conn.receive(raw_request("7", "tools/list", '{"_meta":{"progressToken":2.5}}'))
+    assert isinstance(later, pc.RequestReceived) and later.progress_token is None

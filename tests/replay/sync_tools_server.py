@@ -3,6 +3,8 @@ entropy in their threads, with a lifespan: for the replay tests of both. (Two th
 racing on shared state would not replay: threads run again, not in lockstep;
 docs/trace-format.md.)"""
 
+import functools
+import os
 import random
 import time
 from collections.abc import AsyncIterator
@@ -51,3 +53,13 @@ def inline(n: int) -> str:
 async def greet(ctx: Context[State]) -> str:
     """Reads the lifespan's state."""
     return ctx.lifespan.greeting
+
+
+@server.tool
+async def handed(n: int) -> str:
+    """Clock and entropy functions handed to a worker thread as they are (no function of
+    the application's own around them): what they read is the task's."""
+    token = await trio.to_thread.run_sync(os.urandom, 4)
+    more = await trio.to_thread.run_sync(functools.partial(os.urandom, 3))
+    stamp = await trio.to_thread.run_sync(time.time)
+    return f"{n} {token.hex()} {more.hex()} {stamp:.6f}"

@@ -35,6 +35,8 @@ async def _drive(trace: Path) -> list[str]:
             for i, ms in enumerate((30, 5, 20, 1, 15, 40)):
                 nursery.start_soon(call, "crunch", {"ms": ms})
                 nursery.start_soon(call, "inline", {"n": i})
+            for i in range(2):
+                nursery.start_soon(call, "handed", {"n": i})
             # Timeouts that fire while the thread still runs: the waits end cancelled.
             nursery.start_soon(call, "crunch", {"ms": 300}, 0.05)
             nursery.start_soon(call, "crunch", {"ms": 250}, 0.03)
@@ -46,13 +48,15 @@ async def _drive(trace: Path) -> list[str]:
 def test_a_recording_of_sync_tools_in_threads_replays_exactly(tmp_path: Path) -> None:
     trace = tmp_path / "threads.jsonl"
     got = trio.run(_drive, trace)
-    assert got.count("timeout") == 2 and len(got) == 15
+    assert got.count("timeout") == 2 and len(got) == 17
     assert got[-1] == "hello from the lifespan"  # the replay enters the lifespan too
     lines = trace.read_bytes().splitlines()
     recorded = [orjson.loads(x) for x in lines]
     # Each wait for a worker thread is in the trace, with the thread's clock readings.
     threads = [r for r in recorded if r.get("kind") == "read" and r.get("src") == "thread"]
-    assert len(threads) == 8 and {r["v"] for r in threads} == {"done"}
+    assert len(threads) == 14 and {r["v"] for r in threads} == {"done"}
+    # What a function handed over as it is read in its thread is the task's.
+    assert sum(r.get("kind") == "read" and r.get("src") == "urandom" for r in recorded) >= 4
     assert any(r.get("kind") == "read" and r.get("src") == "time" for r in recorded)
     cancelled = [r for r in recorded if r.get("kind") == "cancel_requested"]
     assert len(cancelled) == 2
@@ -64,5 +68,5 @@ def test_a_recording_of_sync_tools_in_threads_replays_exactly(tmp_path: Path) ->
         # The same answers, bytes for bytes (clock and entropy read in the threads too).
         replayed = events_of(out.read_bytes().splitlines())
         original = events_of(lines)
-        for rid in range(1, 17):
+        for rid in range(1, 19):
             assert answers(replayed, rid) == answers(original, rid)
