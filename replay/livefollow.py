@@ -27,10 +27,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import orjson
 import trio
 
 from mcpactor.tracing import entropy
+from mcpactor.tracing.encode import loads
+from mcpactor.tracing.tasks import TaskRef, current_node
 from mcpactor.transports.base import Outgoing, Oversize, Transport
 
 from .exact.follow import FollowDriver
@@ -47,8 +48,8 @@ def follow_request() -> dict[str, Any] | None:
     if not text:
         return None
     try:
-        spec = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        spec = loads(text)
+    except ValueError:
         return None
     if not isinstance(spec, dict) or not isinstance(spec.get("trace"), str):
         return None
@@ -113,11 +114,9 @@ class LiveFollowTransport(Transport):
         await self._real.aclose()
 
 
-def _node() -> Any:
-    from mcpactor.tracing.tasks import current_node
-
-    node = current_node()
-    return node if node is not None and node.id else None
+def _node() -> TaskRef | None:
+    # The followed task running now (its number in the follow run's table).
+    return current_node()
 
 
 def serve_following(server: Any, spec: dict[str, Any]) -> None:

@@ -34,11 +34,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 import trio
 
 from mcpactor.tracing import entropy
-from mcpactor.tracing.tasks import NOBODY, TRACK, Node
+from mcpactor.tracing.encode import input_bytes, loads
+from mcpactor.tracing.tasks import TaskRef, TaskTable
 from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 
 from ..compare import Comparison, compare, response_key, server_messages
@@ -47,7 +47,7 @@ from ..trace import Event, Trace
 from .changed import VirtualCapture
 from .driver import Driver
 from .scheduler import MISSING, ReplayClock, Scheduler, _threads_busy
-from .transport import _RECEIVE_OUTCOMES, _SEND_OUTCOMES, _encode
+from .transport import _RECEIVE_OUTCOMES, _SEND_OUTCOMES
 
 Sent = list[tuple[str | None, Any]]
 
@@ -78,21 +78,22 @@ class FollowScheduler(Scheduler):
     def diverge(self, reason: str) -> None:
         """Nothing: a follow run passes over what it cannot follow."""
 
-    def read(self, node: Node, source: str, *, lenient: bool = True) -> Any:
+    def read(self, node: TaskRef, source: str, *, lenient: bool = True) -> Any:
         """The task's next recorded value, while it reads what it read live."""
         return super().read(node, source, lenient=True)
 
-    def _number(self, node: Node, task: Any) -> bool:
-        if super()._number(node, task):
-            return True
-        if not node.id:
-            # A task the recording does not have: a number of its own past the recorded
-            # ones, so that its clock and entropy reads are the replay's derived values
-            # (the same every run) rather than the machine's.
+    def _by_name(self, name: str, task: Any) -> int | None:
+        # A followed task named (spawned, or a root): the recorded task of that name; a
+        # task the recording does not have gets a number of its own past the recorded
+        # ones (and is followed, unscheduled), so that its clock and entropy reads are
+        # the replay's derived values (the same every run) rather than the machine's,
+        # and the tasks it spawns are named and followed in turn.
+        tid = self.ids.get(name)
+        if tid is None:
             self._extra += 1
-            node.id = self._extra
-            self.tasks[node.id] = task
-        return True
+            tid = self._extra
+        self.tasks[tid] = task
+        return tid
 
     def waiting(self) -> bool:
         """Whether the next step's task is worth waiting for in real time (a worker
@@ -104,13 +105,12 @@ class FollowScheduler(Scheduler):
         """One pass: the recorded pass's steps whose tasks can take them, then the late
         tasks and those the recording does not schedule."""
         free: list[Any] = []
+        ids = self.table.ids
         for task in tasks:
-            node = task.context.get(TRACK, NOBODY)
-            if not node.id and (node is NOBODY or node.pending
-                                or not self._number(node, task)):
-                free.append(task)
+            tid = ids.get(task._counter)
+            if tid is None:
+                free.append(task)  # not followed (the replay's own, a transport's)
                 continue
-            tid = node.id
             if self.free or tid in self.io or not self.remaining[tid] or tid in self.late:
                 self.late.discard(tid)
                 free.append(task)
@@ -242,9 +242,7 @@ class FollowTransport(Transport):
         await self._yields(ev)
         self._next_in += 1
         if ev.kind == "message_in":
-            if "msg" in ev.data:
-                return _encode(ev.data["msg"])
-            return str(ev.data.get("raw", "")).encode("utf-8")
+            return input_bytes(ev.data)  # non-UTF-8 input as its exact bytes (raw_b64)
         if ev.kind == "message_oversize":
             return Oversize(int(ev.data.get("size", 0)))
         if ev.kind == "transport_broken":
@@ -269,12 +267,8 @@ class FollowTransport(Transport):
 
 
 def _decode(data: bytes) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        import json
-
-        return json.loads(data)
+    # Integers past 64 bits exact, as the trace holds the recorded answers' ids.
+    return loads(data)
 
 
 class NullTracer:
@@ -283,6 +277,9 @@ class NullTracer:
     def __init__(self, scheduler: Scheduler, origin: float) -> None:
         self._scheduler = scheduler
         self._origin = origin
+        #: The tasks the run follows: the sessions number theirs in the scheduler's table
+        #: (spawn_root; the reader and writer mark themselves muted in it).
+        self.tasks: TaskTable = scheduler.table
         self.log: Callable[[Any], None] = _drop
 
     def clock(self) -> int:

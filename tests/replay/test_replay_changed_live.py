@@ -130,6 +130,69 @@ def test_follow_run_of_unchanged_code_takes_every_recorded_step() -> None:
         len(b.run) for b in trace.scheds)
 
 
+def _follow(trace_path: Path, server: str) -> tuple[Any, Any]:
+    from mcpactor.replay.exact.follow import replay_follow
+    from mcpactor.replay.runner import load_server
+    from mcpactor.replay.trace import load_trace
+
+    from mcpactor.tracing import entropy
+
+    trace = load_trace(trace_path)
+    entropy.install()
+    try:
+        return replay_follow(trace, load_server(server, trace.path))
+    finally:
+        entropy.uninstall()
+
+
+_AUDIT = '''    audits["n"] += 1
+    await trio.sleep(random.random() / 100)
+    return {"n": audits["n"], "id": str(uuid.uuid4()), "r": random.random(),
+            "bal": balance["amount"]}'''
+
+_NESTED_AUDIT = '''    out: dict[str, object] = {}
+
+    async def body() -> None:
+        async def name() -> None:
+            out["id"] = str(uuid.uuid4())
+
+        audits["n"] += 1
+        await trio.sleep(random.random() / 100)
+        async with trio.open_nursery() as inner:
+            inner.start_soon(name)
+        out.update(n=audits["n"], r=random.random(), bal=balance["amount"])
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(body)
+    return out'''
+
+
+def test_follow_run_numbers_tasks_the_recording_does_not_have(tmp_path: Path) -> None:
+    """The audit's work moved into a task it spawns, which spawns one more: tasks the
+    recording does not have. Each gets a number past the recorded ones in the run's
+    task table (the grandchild too: it is named under its new parent), so their uuid4
+    and random values are the replay's derived ones, the same every run; the other
+    tools' answers are the recorded ones."""
+    from mcpactor.replay.compare import compare, server_messages
+    from mcpactor.replay.trace import load_trace
+
+    path = _variant(tmp_path, "bank_nested", _AUDIT, _NESTED_AUDIT)
+    first, scheduler = _follow(BANK_TRACE, f"{path}:server")
+    again, _ = _follow(BANK_TRACE, f"{path}:server")
+    assert first == again  # derived values: the same every run
+    trace = load_trace(BANK_TRACE)
+    tools = _recorded_methods(BANK_TRACE)
+    audits = sum(1 for name in tools.values() if name == "audit")
+    extra = [tid for tid in scheduler.tasks if tid > max(trace.names)]
+    assert len(extra) == 2 * audits, (extra, audits)  # each audit's body and its child
+    recorded, methods = server_messages(trace)
+    changes = compare(recorded, first, methods).changes
+    assert changes and {tools[c.id] for c in changes} == {"audit"}, changes
+    for c in changes:
+        assert set(c.replayed["result"]["structuredContent"]) == {"n", "id", "r", "bal"}
+
+
+
 # -- --against a command: the target follows the recording ----------------------------
 
 
