@@ -223,6 +223,16 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
                         await arrived.wait()
             return bool(done())
 
+        async def acked(path: str) -> bool:
+            due = state.sent & state.recorded.keys()
+            with trio.move_on_after(timeout):
+                while not await trio.Path(path).exists():
+                    if ended.is_set() or due <= state.answered:
+                        return False
+                    await trio.sleep(0.02)
+                return True
+            return False
+
         nursery.start_soon(reader)
         outs_before = 0
         started = trio.current_time()
@@ -256,6 +266,13 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
                 first_t = ev.t if first_t is None else first_t
                 await trio.sleep_until(started + (ev.t - first_t))
             if ev.kind == "transport_closed":
+                if not following and ack is not None:
+                    # The recording's input ended here, maybe before answers it sent
+                    # after: a target that follows takes the end at this recorded step
+                    # and answers only then. It may not have said so yet (still
+                    # starting when every input went): wait for it to say so, or for
+                    # the answers.
+                    following = await acked(ack)
                 if following:
                     # The target takes the end of its input at its recorded step, as it
                     # takes every input: it can come now.
