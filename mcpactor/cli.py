@@ -74,6 +74,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         # Before the server's code is imported: its modules then see the recorded clock
         # and entropy functions however they import them (mcpactor.tracing.entropy).
         entropy.install()
+    if not args.trace and args.transport == "stdio" and os.environ.get("MCPACTOR_REPLAY_FOLLOW"):
+        from mcpactor.tracing import entropy
+
+        # `replay --against` will have this process follow a recording (Server.run):
+        # the capture goes in before the server's code is imported, as for --trace.
+        entropy.install()
     server = _load_server(args.target)
     from mcpactor.server.app import Server
 

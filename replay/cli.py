@@ -55,7 +55,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--against", metavar="CMD|URL",
         help="send the recorded client side to a live server (a command over stdio, or an "
-        "http(s) URL) and report where its answers differ",
+        "http(s):// or ws(s):// URL) and report where its answers differ",
     )
     p.add_argument(
         "--serve", action="store_true",
@@ -81,6 +81,9 @@ def register(sub: Any) -> None:
     show.add_argument("--all", action="store_true", help="include actor start/stop events")
     show.add_argument("--interleaving", "--request", dest="interleaving", metavar="ID",
                       help="replay the trace and show the steps around request ID")
+    show.add_argument("--session", metavar="SID",
+                      help="with --request: the session of the request (whole-process "
+                      "traces where several sessions used the id)")
     show.set_defaults(func=cmd_show)
     diff = tsub.add_parser("diff", help="compare two traces event by event")
     diff.add_argument("a")
@@ -92,6 +95,9 @@ def register(sub: Any) -> None:
     html.add_argument("-o", "--output", required=True, metavar="OUT.html")
     html.add_argument("--interleaving", "--request", dest="interleaving", metavar="ID",
                       help="replay the trace and add the steps around request ID")
+    html.add_argument("--session", metavar="SID",
+                      help="with --request: the session of the request (whole-process "
+                      "traces where several sessions used the id)")
     html.set_defaults(func=cmd_html)
     find = tsub.add_parser(
         "find", help="the recorded request of a W3C trace id, and how to replay it",
@@ -112,16 +118,20 @@ def register(sub: Any) -> None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """``mcpactor replay``."""
-    if args.serve and args.against:
+    if args.serve and args.against is not None:
         raise _cli_error("--serve (play the recorded server to a client) and --against (play "
                          "the recorded client to a server) exclude each other")
+    if args.against is not None and not args.against.strip():
+        raise _cli_error("--against needs a command line that starts an MCP server over "
+                         "stdio (e.g. 'python server.py') or an http(s):// or ws(s):// URL, "
+                         "not an empty string")
     request = _request_id(args.interleaving) if args.interleaving is not None else None
     trace = _load(args.trace, require_end=args.until is None and request is None)
-    if request is not None and args.until is None and not (args.serve or args.against):
+    if request is not None and args.until is None and not (args.serve or args.against is not None):
         # Up to the request (its answer, or the last thing its handler did) is enough.
         args.until = _request_end(trace, request, args.session)
     seed = trace.header.get("hash_seed")
-    if isinstance(seed, int) and not (args.serve or args.against) and getattr(
+    if isinstance(seed, int) and not (args.serve or args.against is not None) and getattr(
             args, "restartable", False):
         from mcpactor.tracing.seeds import run_with_hash_seed
 
@@ -132,7 +142,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         from .live import serve_trace
 
         return serve_trace(trace, timeout=args.timeout)
-    if args.against:
+    if args.against is not None:
         from .live import TargetError, replay_against
 
         try:
@@ -232,7 +242,7 @@ def _request_id(text: str) -> Any:
 
 def _against_error(target: str, exc: OSError) -> str:
     return (f"cannot reach {target}: {exc} (--against takes a command line that starts an "
-            "MCP server over stdio, e.g. 'python server.py', or an http(s) URL)")
+            "MCP server over stdio, e.g. 'python server.py', or an http(s):// or ws(s):// URL)")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -245,11 +255,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         from .interleave import print_interleaving
 
         print(file=sys.stdout)
-        print_interleaving(_interleaving(trace, args.interleaving), sys.stdout)
+        print_interleaving(_interleaving(trace, args.interleaving, args.session), sys.stdout)
     return 0
 
 
-def _interleaving(trace: Trace, request: str) -> Any:
+def _interleaving(trace: Trace, request: str, session: str | None = None) -> Any:
     """Replay ``trace`` (exactly, noting where each step resumed) and pick the steps
     around ``request``; one-line errors for what prevents it."""
     from .engine import ReplayError, ReplayOptions, replay
@@ -258,6 +268,8 @@ def _interleaving(trace: Trace, request: str) -> Any:
     if trace.version < 2:
         raise _cli_error("--interleaving needs a trace of format version 2 (recorded with "
                          "the schedule): record it again with this mcpactor")
+    # Before the replay: an id several sessions used needs --session (as `replay`).
+    _request_end(trace, _request_id(request), session)
     try:
         result = replay(trace, ReplayOptions(locate=True))
     except ReplayError as exc:
@@ -266,7 +278,7 @@ def _interleaving(trace: Trace, request: str) -> Any:
         raise _cli_error("the replay diverged (run `mcpactor replay` for where): the "
                          "interleaving is shown for a faithful replay only")
     try:
-        return interleaving(trace, result, _request_id(request))
+        return interleaving(trace, result, _request_id(request), session)
     except NoSuchRequest as exc:
         raise _cli_error(str(exc)) from None
 
@@ -310,7 +322,8 @@ def cmd_html(args: argparse.Namespace) -> int:
     from .html import render_html
 
     trace = _load(args.trace, require_end=False)
-    view = _interleaving(trace, args.interleaving) if args.interleaving is not None else None
+    view = (_interleaving(trace, args.interleaving, args.session)
+            if args.interleaving is not None else None)
     _write(args.output, render_html(trace, view).encode("utf-8"))
     print(f"wrote {args.output}")
     return 0

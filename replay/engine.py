@@ -69,11 +69,11 @@ def replay(trace: Trace, options: ReplayOptions = ReplayOptions()) -> ReplayResu
                     return result
                 # Other code than the recording's: past its first divergence, what does it
                 # answer to the recorded inputs?
-                from .exact.changed import replay_changed
+                from .exact.follow import changed_responses
 
                 subject = load(spec, trace.path)
                 entropy.capture_datetime()
-                return attrs.evolve(result, changes=replay_changed(trace, subject))
+                return attrs.evolve(result, changes=changed_responses(trace, subject, result))
         finally:
             entropy.uninstall()
     quiet = attrs.evolve(options, on_step=None, on_break=None, break_at=None)

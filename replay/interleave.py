@@ -81,6 +81,9 @@ def interleaving(trace: Trace, result: ReplayResult, request: Any,
     if not starts:
         raise NoSuchRequest(f"no handler ran for request {request!r} in this trace "
                             "(the request ids are the ones in message_in events)")
+    if session is None and len({trace.events[i].session for i in starts}) > 1:
+        raise NoSuchRequest(f"several sessions have a request "
+                            f"{dumps(request).decode()}: name one with --session SID")
     start = starts[0]
     started = trace.events[start]
     handler_task = result.emitters[start]
@@ -114,14 +117,37 @@ def interleaving(trace: Trace, result: ReplayResult, request: Any,
         if not mine and tid not in handler_ids:
             continue  # the runtime's own tasks (reader, writer): not the application's
         where = result.locations[i] if i < len(result.locations) else None
-        label = labels.get(tid) or names.get(tid, f"#{tid}")
-        if tid not in labels and names.get(tid, "").startswith(mine_prefix + "/"):
-            label = f"{labels.get(handler_task or 0, 'handler')} child {names[tid][len(mine_prefix):]}"
+        label = _label(tid, labels, names, started.session)
         nxt = next_step.get(i)
         waits = result.locations[nxt] if nxt is not None and nxt < len(result.locations) else None
         steps.append(Step(i, label, mine, where, waits, tuple(events_by_step.get(i, ()))))
     return Interleaving(request, str(started.data.get("method")),
-                        labels.get(handler_task or 0, "handler"), tuple(steps))
+                        _label(handler_task or 0, labels, names, started.session)
+                        if handler_task else "handler", tuple(steps))
+
+
+def _label(tid: int, labels: dict[int, str], names: dict[int, str],
+           session: str | None) -> str:
+    """A task as a reader knows it: its actor (``handler:4``), or, for a task a handler
+    started, that handler's label and the child's place (``handler:4 child /1``); with
+    the session's short id when it is not the request's session."""
+    name = names.get(tid, f"#{tid}")
+    by_name = {n: t for t, n in names.items()}
+    label = labels.get(tid)
+    if label is None:
+        # The nearest ancestor that has a label: a handler's own tasks, however deep.
+        parent, _, _ = name.rpartition("/")
+        while parent and label is None:
+            ancestor = by_name.get(parent)
+            if ancestor is not None and ancestor in labels:
+                label = f"{labels[ancestor]} child {name[len(parent):]}"
+            parent, _, _ = parent.rpartition("/")
+    root = name.split("/", 1)[0]
+    if label is None:
+        label = "task " + name[len(root):] if "/" in name else "supervisor"
+    if session is not None and root != session:
+        label = f"{label} [session {root[:8]}]"
+    return label
 
 
 def _code(where: str | None) -> str:

@@ -78,7 +78,7 @@ class ReplayResult:
     locations: tuple[str | None, ...] = ()
     event_steps: tuple[int | None, ...] = ()
     #: (Changed code, ``--server``) every response that is not the recorded one, from a
-    #: run of the new code on the recorded inputs (see :mod:`replay.exact.changed`).
+    #: run of the new code on the recorded inputs (see :mod:`replay.exact.follow`).
     changes: Comparison | None = None
 
     @property

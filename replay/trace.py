@@ -202,6 +202,13 @@ def load_trace(path: str | os.PathLike[str], *, require_end: bool = True) -> Tra
     p = Path(path)
     data = _read_file(p)
     if not data.strip():
+        segments = _segments_of(p)
+        if segments:
+            # `--trace rot.jsonl --trace-max-bytes` leaves rot.jsonl empty and writes
+            # the segments beside it: the last one replays the whole chain.
+            raise TraceError(f"{p}: empty file, not a trace: the recording was rotated "
+                             f"into {len(segments)} segment(s) beside it; replay the last, "
+                             f"{segments[-1]}, which reads the ones before it")
         raise TraceError(f"{p}: empty file, not a trace")
     chain = [p]
     first = data
@@ -218,11 +225,32 @@ def load_trace(path: str | os.PathLike[str], *, require_end: bool = True) -> Tra
         chain.append(before)
         first = _read_file(before)
     if len(chain) > 1:
-        # The first segment's header, then every segment's records in order.
+        # The first segment's header, then every segment's records in order. Messages
+        # name the segment given (the chain is read from it), not the first one.
         parts = [_read_file(q) for q in reversed(chain)]
         data = parts[0] + b"".join(part.split(b"\n", 1)[1] for part in parts[1:])
-        p = chain[-1]
+        try:
+            return parse_trace(data, p, require_end=require_end)
+        except TraceError as exc:
+            text = str(exc)
+            where = f"{p} (read with the {len(chain) - 1} segment(s) before it)"
+            raise TraceError(where + text[len(str(p)):] if text.startswith(str(p))
+                             else text) from None
     return parse_trace(data, p, require_end=require_end)
+
+
+def _segments_of(p: Path) -> list[Path]:
+    """The rotated segments of a whole-process trace recorded as ``p``
+    (``<name>-<UTC start>-<n>.jsonl`` beside it), in order."""
+    import re
+
+    pattern = re.compile(re.escape(p.stem) + r"-\d{8}T\d{6}Z-(\d+)" + re.escape(p.suffix) + "$")
+    try:
+        found = [(int(m.group(1)), q) for q in p.parent.iterdir()
+                 if (m := pattern.match(q.name))]
+    except OSError:
+        return []
+    return [q for _, q in sorted(found)]
 
 
 def _read_file(p: Path) -> bytes:

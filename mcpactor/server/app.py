@@ -1122,6 +1122,16 @@ class Server(Generic[LifespanT]):
         from mcpactor.server.termination import serve_until_signalled
 
         if transport == "stdio":
+            if trace is None and os.environ.get("MCPACTOR_REPLAY_FOLLOW"):
+                # `mcpactor replay --against` asks this process to follow a recording
+                # (its handlers' schedule, clocks and entropy): see replay/livefollow.py.
+                from mcpactor.replay.livefollow import follow_request, serve_following
+
+                follow = follow_request()
+                if follow is not None:
+                    with plain_errors():
+                        serve_following(self, follow)
+                    return
             with plain_errors():
                 signalled = trio.run(
                     serve_until_signalled,

@@ -1,16 +1,10 @@
-"""Replaying a trace against changed code: the recorded inputs, the new behaviour.
+"""Clocks and entropy for changed code.
 
-When the code is not the recorded code, its tasks take other steps and the recorded
-schedule means nothing. This replay feeds each session the recorded inputs at their
-recorded (virtual) times — requests, cancellations, the client's answers to the
-server's requests, all in their recorded form — lets the new code run freely on the
-virtual clock, and collects what it says. The result is compared by meaning with the
-recording (:mod:`replay.compare`): every response that changed.
-
-Deterministic too: the clock is virtual (it jumps to the next deadline when nothing can
-run), the followed tasks draw from the recording's :mod:`random` streams, and the clocks
-and entropy they read are the recorded values as long as a task reads what it read live
-(unchanged code), else derived from the virtual time and the recording's seed.
+A follow run (:mod:`replay.exact.follow`, ``mcpactor replay --server NEW`` past the
+first divergence, and a live target following its recording) serves each task the
+clock and entropy values it read live for as long as it reads what it read live (a
+task of unchanged code), and otherwise values derived from the virtual time and the
+recording's seed: the same every run.
 """
 
 from __future__ import annotations
@@ -19,59 +13,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-import trio
-
-from mcpactor.tracing import entropy
-from mcpactor.tracing.encode import input_bytes, loads
 from mcpactor.tracing.tasks import TaskRef
-from mcpactor.transports.base import Outgoing, Oversize, Transport, TransportClosed
 
-from ..compare import Comparison, compare, server_messages
-from ..trace import Event, Trace
-from .scheduler import MISSING, ReplayClock, Scheduler
-
-_RECEIVED = frozenset({"message_in", "message_oversize", "transport_closed", "transport_broken"})
-
-
-class TimedTransport(Transport):
-    """A session's recorded inputs at their recorded times; what it sends is collected."""
-
-    def __init__(self, name: str, sid: str, inputs: list[Event], origin: float,
-                 sink: list[tuple[str | None, Any]]) -> None:
-        self.name = name
-        self._sid = sid
-        self._inputs = inputs
-        self._origin = origin
-        self._sink = sink
-        self._next = 0
-
-    async def receive(self) -> bytes | Oversize:
-        """The next input, at its recorded time."""
-        if self._next >= len(self._inputs):
-            await trio.sleep_forever()
-        ev = self._inputs[self._next]
-        self._next += 1
-        await trio.sleep_until(self._origin + ev.t)
-        if ev.kind == "message_in":
-            return input_bytes(ev.data)
-        if ev.kind == "message_oversize":
-            return Oversize(int(ev.data.get("size", 0)))
-        if ev.kind == "transport_broken":
-            raise TransportClosed(str(ev.data.get("error", "")))
-        raise trio.EndOfChannel
-
-    async def send(self, messages: list[Outgoing]) -> None:
-        """Collect what the code sends."""
-        for data, _ in messages:
-            msg = loads(data)  # ids past 64 bits exact, as the trace's
-            self._sink.append((self._sid, msg))
-        await trio.lowlevel.checkpoint()
-
-    async def close_request_stream(self, request_id: Any) -> None:
-        """(HTTP) nothing to do."""
-
-    async def aclose(self) -> None:
-        """Nothing to release."""
+from ..trace import Trace
+from .scheduler import MISSING, Scheduler
 
 
 class VirtualCapture:
@@ -89,12 +34,16 @@ class VirtualCapture:
     def value(self, node: TaskRef, source: str, real: Callable[..., Any], *args: Any) -> Any:
         """What the task read live, while it reads as it did (a task of unchanged code);
         else a value consistent with the virtual clock (or the task's seeded bytes)."""
+        if node.muted:
+            return real(*args)  # inside a transport: its reads are not the task's
         recorded = self._scheduler.read(node, source, lenient=True) if node.id else MISSING
         if recorded is not MISSING:
             return bytes.fromhex(str(recorded)) if source == "urandom" else recorded
         now = self._scheduler.now
         if source == "urandom":
-            rng = self._bytes.setdefault(id(node), random.Random(f"{self._seed}:{node.name}:b"))
+            rng = self._bytes.get(node.id)
+            if rng is None:  # a TaskRef is made per read: the stream is the task's
+                rng = self._bytes[node.id] = random.Random(f"{self._seed}:{node.name}:b")
             return rng.randbytes(int(args[0]) if args else 0)
         if source not in entropy.CLOCK_SOURCES:
             return real(*args)  # not a clock (the host's node id): as it is here
@@ -108,75 +57,15 @@ class VirtualCapture:
         return f"{self._seed}:{node.name}"
 
     def thread_plan(self, node: TaskRef) -> str | None:
-        """Changed code: threads end as they end (the recorded outcome, if any, is
-        passed over)."""
-        if node.id:
-            self._scheduler.take(node, "thread")
-        return None
+        """How the task's next wait for a worker thread ended live, if it was recorded
+        (a task of unchanged code waits as it did: a deadline that beat the thread
+        beats it again); else the thread ends as it ends. A wait that ended cancelled
+        live holds its thread until a cancellation ends it, which the end of the run
+        provides if the code no longer brings one."""
+        if not node.id:
+            return None
+        value = self._scheduler.take(node, "thread")
+        return None if value is MISSING else str(value)
 
     def thread_done(self, node: TaskRef, outcome: str) -> None:
         """Nothing to record."""
-
-
-def replay_changed(trace: Trace, subject: Any) -> Comparison:
-    """Run ``subject`` (a freshly loaded server) on ``trace``'s inputs; compare what it
-    answers with what the recording answered."""
-    out: list[tuple[str | None, Any]] = []
-    scheduler = Scheduler(trace, on_diverge=lambda reason: None)
-    scheduler.free = True
-    trio.run(_main, trace, subject, scheduler, out, clock=ReplayClock(scheduler))
-    recorded, methods = server_messages(trace)
-    return compare(recorded, out, methods)
-
-
-async def _main(trace: Trace, subject: Any, scheduler: Scheduler,
-                out: list[tuple[str | None, Any]]) -> None:
-    clock = trace.header.get("clock") or {}
-    origin = float(clock.get("origin", 0.0))
-    scheduler.now = origin
-    capture = VirtualCapture(scheduler, trace)
-    seed = (trace.header.get("seeds") or {}).get("random")
-    if isinstance(seed, int):
-        entropy.global_random().seed(seed)
-    scheduler.install()
-    entropy.activate(capture)
-    by_session: dict[str, list[Event]] = {}
-    for ev in trace.events:
-        if ev.session is not None:
-            by_session.setdefault(ev.session, []).append(ev)
-    try:
-        async with trio.open_nursery() as nursery:
-            sessions: dict[str, Any] = {}
-
-            async def serve(sid: str, events: list[Event]) -> None:
-                start = next((ev for ev in events if ev.kind == "session_started"), events[0])
-                await trio.sleep_until(origin + start.t)
-                inputs = [ev for ev in events if ev.actor == "reader" and ev.kind in _RECEIVED]
-                name = str(start.data.get("transport", trace.header.get("transport")))
-                session = subject.new_session(TimedTransport(name, sid, inputs, origin, out),
-                                              session_id=sid)
-                sessions[sid] = session
-                try:
-                    await session.run()
-                except Exception:
-                    pass  # the new code's own failure shows in what it did not answer
-
-            async def outside(ev: Event) -> None:
-                await trio.sleep_until(origin + ev.t)
-                session = sessions.get(ev.session or "")
-                if session is not None and ev.kind == "close_requested":
-                    session.close(str(ev.data.get("reason")),
-                                  graceful=ev.data.get("graceful") is True)
-
-            for sid, events in by_session.items():
-                nursery.start_soon(serve, sid, events)
-            for ev in trace.events:
-                if ev.actor == "external":
-                    nursery.start_soon(outside, ev)
-            last = trace.events[-1].t if trace.events else 0.0
-            # Past the recording's end, whatever the new code still does is not waited for.
-            await trio.sleep_until(origin + last + 60.0)
-            nursery.cancel_scope.cancel()
-    finally:
-        entropy.deactivate(capture)
-        scheduler.uninstall()

@@ -196,3 +196,55 @@ def test_the_trace_reader_keeps_wide_integers_exact() -> None:
     assert first.data["msg"]["params"]["requestId"] == 2**70
     assert input_bytes(first.data) == cancel
     assert second.data["id"] == -WIDE and type(second.data["id"]) is int
+
+
+def _odd_recording(trace: Path) -> None:
+    bad = b'{"jsonrpc":"2.0","id":3,"method":"ping","x":"\xff\xfe"}'
+    _, err, took = _record(trace, "2025-06-18", [
+        b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % WIDE,
+        bad, b"\xc3(\xa0\xa1",
+        _call(-WIDE, "echo", {"text": "hi"}),
+    ])
+    _check(trace, err, took)
+
+
+def test_a_follow_run_feeds_the_exact_bytes_and_reads_wide_ids(tmp_path: Path) -> None:
+    """The follow run (changed code, and a live target following its recording) hands
+    the session the recorded input as its exact bytes (raw_b64) and reads what the code
+    sends with wide ids exact: an unchanged server answers as recorded, every recorded
+    step taken at its place."""
+    from mcpactor.replay.compare import compare, server_messages
+    from mcpactor.replay.exact.follow import replay_follow
+    from mcpactor.replay.runner import load_server
+    from mcpactor.replay.trace import load_trace
+
+    from mcpactor.tracing import entropy
+
+    path = tmp_path / "t.jsonl"
+    _odd_recording(path)
+    trace = load_trace(path)
+    entropy.install()
+    try:
+        sent, scheduler = replay_follow(trace, load_server(SERVER, trace.path))
+    finally:
+        entropy.uninstall()
+    assert any(isinstance(m, dict) and m.get("id") == -WIDE for _, m in sent)
+    recorded, methods = server_messages(trace)
+    assert compare(recorded, sent, methods).same
+    # Every recorded step taken at its place but the supervisor's last two: live, its
+    # closing of the real stdio took steps that a replay's transport does not take.
+    assert scheduler.followed + scheduler.skipped == sum(len(b.run) for b in trace.scheds)
+    assert scheduler.skipped <= 2
+
+
+def test_against_a_command_gets_the_exact_bytes_too(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    _odd_recording(path)
+    target = " ".join([*CLI, "run", SERVER])
+    done = subprocess.run([*CLI, "replay", str(path), "--against", target], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # The recording's input ended before its answers went out: the target, following,
+    # is handed the end of its input once it says it follows, not after the answers.
+    assert "(following the recording): same" in done.stdout, done.stdout
+    assert "Traceback" not in done.stderr
