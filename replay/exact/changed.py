@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from mcpactor.tracing import entropy
 from mcpactor.tracing.tasks import TaskRef
 
 from ..trace import Trace
