@@ -47,6 +47,21 @@ class ClientGone(Exception):
     """The client disconnected before the body was read."""
 
 
+#: What a write to, or a read from, a client that has gone raises.
+GONE = (ClientGone, trio.BrokenResourceError, trio.ClosedResourceError)
+
+
+def client_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` only says that the client went away: one of :data:`GONE`, or a
+    group of nothing else (a nursery around a stream's writer and its disconnect
+    watcher wraps what they raise)."""
+    if isinstance(exc, GONE):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return all(client_gone(e) for e in exc.exceptions)
+    return False
+
+
 async def read_body(receive: Receive, limit: int, content_length: str | None) -> bytes:
     """The whole request body, refusing anything over ``limit`` bytes."""
     if content_length is not None:

@@ -238,7 +238,7 @@ class McpHttpApp:
                    if observe.ACTIVE is not None else None)
         try:
             await self._http(scope, receive, send)
-        except (asgi.ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
+        except asgi.GONE:
             pass
         except TransportClosed:
             # The session ended between the lookup and the delivery of the message.
@@ -246,7 +246,9 @@ class McpHttpApp:
                 await asgi.send_error(send, HttpError(404, "Not Found: the session ended"))
             except Exception:
                 pass
-        except Exception:
+        except Exception as exc:
+            if asgi.client_gone(exc):
+                return  # wrapped in a group by a nursery: still only a client that left
             log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
             try:
                 await asgi.send_error(send, HttpError(500, "Internal Server Error", -32603))
@@ -520,10 +522,9 @@ class McpHttpApp:
             with scope:
                 await self.answer(hs, stream, receive, send, version, resumable=resumable,
                                   generation=generation, status_of=status_of)
-        except (asgi.ClientGone, trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        except Exception:
-            log.exception("internal error answering a request of session %s", hs.id)
+        except Exception as exc:
+            if not asgi.client_gone(exc):
+                log.exception("internal error answering a request of session %s", hs.id)
         finally:
             answered.set()
             if on_answered is not None:
