@@ -94,7 +94,14 @@ class Capture(Protocol):
 
     def thread_plan(self, node: TaskRef) -> str | None:
         """(A replay) how ``node``'s next wait for a worker thread ended live: ``done``
-        (the thread's result) or ``cancelled``; None to run it as it comes."""
+        (the thread's result) or ``cancelled``, after ``queued:`` when it first waited
+        for a token of the thread limiter; None to run it as it comes."""
+        ...
+
+    async def wait_turn(self) -> None:
+        """(A replay) one yield of the running task that ends at its next recorded step
+        (a wait for a thread limiter's token, which live ended when another thread
+        did)."""
         ...
 
     def thread_done(self, node: TaskRef, outcome: str) -> None:
@@ -318,12 +325,16 @@ _real_run_sync = trio.to_thread.run_sync
 async def _run_sync(sync_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``trio.to_thread.run_sync`` as the followed tasks see it.
 
-    A thread's end wakes its task from outside the schedule. Recorded: whether the wait
-    ended with the thread's result or with a cancellation (a timeout that fired first).
-    Replayed: the same, whatever the thread does this time — a wait that ended with the
-    result does not take a cancellation meanwhile (it comes at the next checkpoint, as it
-    did); a wait that ended cancelled keeps its thread from finishing first. Either way
-    the thread runs, and its reads of the clocks and entropy are its task's.
+    A thread's end wakes its task from outside the schedule, and hands its limiter's token
+    to the next task waiting for one. Recorded: whether the task first waited for a token
+    (``queued:``), and whether the wait ended with the thread's result or with a
+    cancellation (a timeout that fired first). Replayed: the same, whatever the threads do
+    this time — the token comes from a limiter of the replay's (:class:`_ReplayLimiter`),
+    granted at once or at the task's recorded step, never by a real thread's end; a wait
+    that ended with the result does not take a cancellation meanwhile (it comes at the
+    next checkpoint, as it did); a wait that ended cancelled keeps its thread from
+    finishing first. Either way the thread runs, and its reads of the clocks and entropy
+    are its task's.
     """
     node = current_node()
     capture = _active or (node.rec if node is not None else None)
@@ -339,19 +350,28 @@ async def _run_sync(sync_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> A
 
     plan = capture.thread_plan(node)
     if plan is None:
+        queued = "queued:" if _must_wait(kwargs.get("limiter")) else ""
         try:
             result = await _real_run_sync(in_thread, *args, **kwargs)
         except trio.Cancelled:
-            capture.thread_done(node, "cancelled")
+            capture.thread_done(node, queued + "cancelled")
             raise
-        capture.thread_done(node, "done")
+        capture.thread_done(node, queued + "done")
         return result
-    if plan == "done":
+    queued, _, outcome = plan.rpartition(":")
+    # A thread whose wait ended cancelled is held until the cancellation comes: nothing
+    # to wait for in real time.
+    kwargs["limiter"] = _ReplayLimiter(capture, bool(queued), counted=outcome == "done")
+    if outcome == "done":
         # Not abandoned on cancel: the wait ends with the thread, as it did live (no cancel
         # scope of our own: entering one reads the clock, which live did not happen).
         kwargs.pop("cancellable", None)
         kwargs["abandon_on_cancel"] = False
         return await _real_run_sync(in_thread, *args, **kwargs)
+    # Ended by a cancellation live, so abandonable here whatever the call asked (a wait
+    # that cannot be abandoned ends with its thread, which is held until it is over).
+    kwargs.pop("cancellable", None)
+    kwargs["abandon_on_cancel"] = True
     release = threading.Event()
 
     def held(*a: Any) -> Any:
@@ -364,6 +384,59 @@ async def _run_sync(sync_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> A
         return await _real_run_sync(held, *args, **kwargs)
     finally:
         release.set()
+
+
+def _must_wait(limiter: Any) -> bool:
+    """Whether a task asking ``limiter`` (None: Trio's default) for a token now would wait
+    for one (a limiter that is not a CapacityLimiter: never, as far as a trace knows)."""
+    if limiter is None:
+        limiter = trio.to_thread.current_default_thread_limiter()
+    if not isinstance(limiter, trio.CapacityLimiter):
+        return False
+    return limiter.available_tokens < 1 or limiter.statistics().tasks_waiting > 0
+
+
+class _ReplayLimiter:
+    """The thread limiter of one replayed wait for a worker thread: its token is granted
+    as the recording's was — at once (one yield, as a free token's), or at the task's
+    recorded step when it waited live (one yield that ends there) — so no real thread's
+    end decides it."""
+
+    def __init__(self, capture: Capture, queued: bool, *, counted: bool = True) -> None:
+        self._capture = capture
+        self._queued = queued
+        self._counted = counted
+
+    async def acquire_on_behalf_of(self, borrower: object) -> None:
+        """The token, when the recording had it."""
+        replay_threads_busy()  # this run's set, made if it is the first
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._queued:
+            await self._capture.wait_turn()
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        if self._counted:
+            _BUSY.get().add(borrower)
+
+    def release_on_behalf_of(self, borrower: object) -> None:
+        """The thread has ended."""
+        _BUSY.get().discard(borrower)
+
+
+#: (Per Trio run) the threads that hold a token of a replay limiter now: the replay waits
+#: for them in real time, as for the threads of Trio's own limiter. Per run, so that a
+#: thread still running when its run ended (which never gives its token back) is not
+#: counted by the next.
+_BUSY: trio.lowlevel.RunVar[set[object]] = trio.lowlevel.RunVar("mcpactor_replay_threads")
+
+
+def replay_threads_busy() -> int:
+    """How many worker threads of replayed waits are running (or held) now."""
+    try:
+        return len(_BUSY.get())
+    except LookupError:
+        _BUSY.set(set())
+        return 0
 
 
 _run_sync.__doc__ = _real_run_sync.__doc__

@@ -360,6 +360,10 @@ class Recorder:
         if node.id and not self._closed:
             self._events.extend((0, None, None, "read", node.id, "thread", outcome))
 
+    async def wait_turn(self) -> None:
+        """Live: never asked (the threads' own limiter decides)."""
+        await trio.lowlevel.checkpoint()
+
     # -- for observability ----------------------------------------------------------------
 
     def file_for(self, session: str) -> str | None:

@@ -43,3 +43,7 @@ class ReplayCapture:
 
     def thread_done(self, node: TaskRef, outcome: str) -> None:
         """Nothing to record in a replay."""
+
+    async def wait_turn(self) -> None:
+        """Until the running task's next recorded step."""
+        await self._scheduler.park()

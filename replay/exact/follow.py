@@ -106,6 +106,7 @@ class FollowScheduler(Scheduler):
         tasks and those the recording does not schedule."""
         free: list[Any] = []
         ids = self.table.ids
+        self._wake_released(tasks, runq)
         for task in tasks:
             tid = ids.get(task._counter)
             if tid is None:

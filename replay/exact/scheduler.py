@@ -28,6 +28,7 @@ from typing import Any
 
 import trio
 
+from mcpactor.tracing import entropy
 from mcpactor.tracing.schedule import KeepOrder
 from mcpactor.tracing.tasks import Naming, TaskRef, TaskTable
 
@@ -142,6 +143,8 @@ class Scheduler:
         self._next_now: float | None = None
         self.held: dict[int, Any] = {}
         self.parked: dict[int, Any] = {}
+        #: Parked tasks to wake in the next pass, the replay having stopped following.
+        self._release: list[Any] = []
         self.tasks: dict[int, Any] = {}
         self.free = not self.batches
         self.on_diverge = on_diverge
@@ -329,6 +332,7 @@ class Scheduler:
         the order Trio pops it."""
         free: list[Any] = []
         ids = self.table.ids
+        self._wake_released(tasks, runq)
         for task in tasks:
             tid = ids.get(task._counter)
             if tid is None or self.free:
@@ -380,10 +384,26 @@ class Scheduler:
 
     def _go_free(self, after: list[Any], runq: deque[Any]) -> None:
         self.free = True
+        self._release_parked()
         if self.on_free is not None:
             woken = self.on_free()
             if woken is not None:
                 after.append(self._take(woken, runq))
+
+    def _release_parked(self) -> None:
+        # Tasks parked for their recorded step would wait for it forever once the replay
+        # no longer follows the recording: the next pass wakes them (not this one, which
+        # Trio has already taken from its run queue).
+        self._release.extend(self.parked.values())
+        self.parked.clear()
+
+    def _wake_released(self, tasks: list[Any], runq: deque[Any]) -> None:
+        # The tasks released by _release_parked join this pass.
+        if self._release:
+            woken, self._release = self._release, []
+            for task in woken:
+                trio.lowlevel.reschedule(task)
+                tasks.append(self._take(task, runq))
 
     def _planned(self, order: list[Any]) -> list[Any]:
         popped = order[::-1]  # Trio pops the batch from its end
@@ -446,6 +466,7 @@ class Scheduler:
         if self.free:
             return
         self.free = True
+        self._release_parked()
         self.on_diverge(reason)
         if self.on_free is not None:
             self.on_free()
@@ -460,6 +481,8 @@ _SOURCE = {
 
 
 def _threads_busy() -> bool:
+    if entropy.replay_threads_busy():
+        return True
     try:
         stats = trio.to_thread.current_default_thread_limiter().statistics()
     except RuntimeError:

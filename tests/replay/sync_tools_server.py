@@ -63,3 +63,36 @@ async def handed(n: int) -> str:
     more = await trio.to_thread.run_sync(functools.partial(os.urandom, 3))
     stamp = await trio.to_thread.run_sync(time.time)
     return f"{n} {token.hex()} {more.hex()} {stamp:.6f}"
+
+
+#: A thread limiter of three tokens, shared by the ``queued`` calls.
+few_threads = trio.CapacityLimiter(3)
+
+
+@server.tool
+async def queued(ms: int) -> str:
+    """Blocking work on a limiter of three threads: with more calls at once, the rest
+    wait for a token, which another thread's end hands over."""
+    started = await trio.to_thread.run_sync(time.monotonic, limiter=few_threads)
+    await trio.to_thread.run_sync(time.sleep, ms / 1000, limiter=few_threads)
+    return f"{ms} {started:.6f} {random.random():.6f}"
+
+
+#: One thread at a time, for ``hold`` and ``try_for``.
+one_thread = trio.CapacityLimiter(1)
+
+
+@server.tool
+async def hold(ms: int) -> str:
+    """Keep the only token of ``one_thread`` for ``ms`` milliseconds of blocking work."""
+    await trio.to_thread.run_sync(time.sleep, ms / 1000, limiter=one_thread)
+    return f"held {ms}"
+
+
+@server.tool
+async def try_for(ms: int) -> str:
+    """Blocking work on ``one_thread``, given up after ``ms`` milliseconds (a wait that
+    cannot be abandoned: it can only end cancelled while it waits for the token)."""
+    with trio.move_on_after(ms / 1000) as scope:
+        await trio.to_thread.run_sync(time.sleep, 0.001, limiter=one_thread)
+    return "gave up" if scope.cancelled_caught else "done"

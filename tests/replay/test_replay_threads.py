@@ -7,6 +7,7 @@ thread cannot be stopped), then sends nothing: replayed the same way."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -70,3 +71,75 @@ def test_a_recording_of_sync_tools_in_threads_replays_exactly(tmp_path: Path) ->
         original = events_of(lines)
         for rid in range(1, 19):
             assert answers(replayed, rid) == answers(original, rid)
+
+
+
+async def _crowd(trace: Path, calls: int) -> list[str]:
+    """``calls`` thread waits at once on a limiter of three tokens: which wait gets a
+    token when depends on when the other threads end."""
+    got: list[str] = []
+    async with connect_stdio([*MCPACTOR, "run", SERVER, "--trace", str(trace)]) as client:
+
+        async def call(ms: int) -> None:
+            result = await client.call_tool("queued", {"ms": ms})
+            got.append(result.content[0].text)  # type: ignore[union-attr]
+
+        async with trio.open_nursery() as nursery:
+            for i in range(calls):
+                nursery.start_soon(call, 1 + i % 4)
+    return got
+
+
+def test_more_thread_waits_than_tokens_replay_exactly(tmp_path: Path) -> None:
+    trace = tmp_path / "crowd.jsonl"
+    got = trio.run(_crowd, trace, 24)
+    assert len(got) == 24
+    lines = trace.read_bytes().splitlines()
+    recorded = [orjson.loads(x) for x in lines]
+    outcomes = [r["v"] for r in recorded if r.get("kind") == "read" and r.get("src") == "thread"]
+    # Each wait says whether it first waited for a token (the replay grants it then, not
+    # when a thread of the replay happens to end).
+    assert len(outcomes) == 48 and sum(v == "queued:done" for v in outcomes) >= 10
+    original = events_of(lines)
+    for _ in range(3):
+        out = tmp_path / "replayed.jsonl"
+        code, stdout, stderr = run_cli("replay", str(trace), "-o", str(out))
+        assert code == 0, (stdout, stderr)
+        assert "faithful" in stdout
+        replayed = events_of(out.read_bytes().splitlines())
+        for rid in range(1, 26):
+            assert answers(replayed, rid) == answers(original, rid)
+
+
+async def _gate(trace: Path) -> list[str]:
+    got: list[str] = []
+    async with connect_stdio([*MCPACTOR, "run", SERVER, "--trace", str(trace)]) as client:
+
+        async def call(tool: str, args: dict[str, int]) -> None:
+            result = await client.call_tool(tool, args)
+            got.append(result.content[0].text)  # type: ignore[union-attr]
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call, "hold", {"ms": 300})
+            await trio.sleep(0.05)
+            nursery.start_soon(call, "try_for", {"ms": 30})
+    return got
+
+
+def test_a_wait_given_up_while_queued_for_a_token_replays_and_never_hangs(
+        tmp_path: Path) -> None:
+    trace = tmp_path / "gate.jsonl"
+    got = trio.run(_gate, trace)
+    assert sorted(got) == ["gave up", "held 300"]
+    text = trace.read_bytes()
+    assert b'"src":"thread","v":"queued:cancelled"' in text
+    code, stdout, stderr = run_cli("replay", str(trace))
+    assert code == 0 and "faithful" in stdout, (stdout, stderr)
+    # A trace that does not say the wait was queued (as an older recording): the replay
+    # cannot know the token was not free, but it ends (a verdict), never waits forever on
+    # a thread that can only end when its cancelled wait lets it.
+    old = tmp_path / "old.jsonl"
+    old.write_bytes(text.replace(b'"v":"queued:', b'"v":"'))
+    started = time.monotonic()
+    code, stdout, stderr = run_cli("replay", str(old))
+    assert code in (0, 1) and time.monotonic() - started < 30, (stdout, stderr)
