@@ -155,6 +155,84 @@ def _local_failure(msg: Any, *, first: bool) -> str | None:
     return None
 
 
+class _Order:
+    """The recorded order across the sessions of a trace, kept live.
+
+    Each session runs on a connection (a process) of its own, so its inputs could
+    overtake what other sessions did before them in the recording: a second session's
+    read could reach the server before the first one's write. An input of one session
+    therefore waits until every other session's input recorded before it has been sent
+    and every answer recorded before it has come (or that session has ended or stopped
+    waiting itself): the sessions' steps reach the server in their recorded order."""
+
+    def __init__(self, trace: Trace) -> None:
+        client_kind, server_kind = sides(trace)
+        #: The events (by index) still to happen, and their sessions.
+        self.pending: dict[int, str | None] = {}
+        #: A recorded answer's event, by (session, request id JSON).
+        self.answers: dict[tuple[str | None, str], int] = {}
+        for ev in trace.events:
+            if _is_msg(ev, client_kind):
+                self.pending[ev.index] = ev.session
+            elif _is_msg(ev, server_kind):
+                for m in _messages(ev):
+                    if _is_response(m):
+                        self.pending[ev.index] = ev.session
+                        self.answers.setdefault((ev.session, dumps(m["id"]).decode()),
+                                                ev.index)
+        self.order = sorted(self.pending)
+        self._front = 0
+        #: Sessions no one waits for any more (ended, or no longer answered).
+        self.finished: set[str | None] = set()
+        self._changed = trio.Event()
+
+    def _tick(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def sent(self, index: int) -> None:
+        """The recorded input ``index`` went to the target."""
+        if index in self.pending:
+            del self.pending[index]
+            self._tick()
+
+    def answered(self, sid: str | None, key: str) -> None:
+        """The target answered request ``key`` of session ``sid``."""
+        index = self.answers.get((sid, key))
+        if index is not None and index in self.pending:
+            del self.pending[index]
+            self._tick()
+
+    def finish(self, sid: str | None) -> None:
+        """Session ``sid`` is over, or stopped waiting: nothing waits for it."""
+        if sid not in self.finished:
+            self.finished.add(sid)
+            self._tick()
+
+    def _blocked(self, sid: str | None, index: int) -> bool:
+        while self._front < len(self.order) and self.order[self._front] not in self.pending:
+            self._front += 1
+        for i in self.order[self._front:]:
+            if i >= index:
+                return False
+            if i in self.pending:
+                owner = self.pending[i]
+                if owner != sid and owner not in self.finished:
+                    return True
+        return False
+
+    async def wait(self, sid: str | None, index: int, timeout: float) -> tuple[bool, bool]:
+        """Wait until what other sessions did before event ``index`` has happened:
+        (whether it has, whether that took a wait)."""
+        waited = False
+        with trio.move_on_after(timeout):
+            while self._blocked(sid, index):
+                waited = True
+                await self._changed.wait()
+            return True, waited
+        return False, waited
+
+
 class _Session:
     """What one recorded session's replay to the target needs to know as it goes."""
 
@@ -170,9 +248,13 @@ class _Session:
 
 async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str,
                  timeout: float, got: list[tuple[str | None, Any]],
-                 env: dict[str, str] | None, ack: str | None = None) -> None:
-    """Play one recorded session's client side to ``target``, collecting its answers."""
+                 env: dict[str, str] | None, ack: str | None = None,
+                 order: _Order | None = None) -> None:
+    """Play one recorded session's client side to ``target``, collecting its answers
+    (each input in the recorded order across sessions, ``order``)."""
     received: list[Any] = []
+    #: What the target wrote that is not a JSON-RPC message (a stray print).
+    stray: list[bytes] = []
     arrived = trio.Condition()
     ended = trio.Event()
     stderr = _Stderr()
@@ -195,14 +277,21 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
                             msg = loads(data)
                         except ValueError:
                             msg = data.decode("utf-8", "replace")
+                        if not _is_jsonrpc(msg):
+                            # Not an answer, nor anything the recording could have had:
+                            # said as such if the target never answers.
+                            stray.append(data)
+                            continue
                         for m in msg if isinstance(msg, list) else [msg]:
                             failure = _local_failure(m, first=not state.answered)
                             if failure is not None and is_url(target):
-                                raise TargetError(f"cannot use {target}: {failure}")
+                                raise TargetError(_unusable(target, failure))
                             if _is_response(m):
                                 key = dumps(m["id"]).decode()
                                 state.answered.add(key)
                                 _learn(state, key, m)
+                                if order is not None:
+                                    order.answered(sid, key)
                         received.append(msg)
                         got.append((sid, msg))
                         async with arrived:
@@ -244,6 +333,7 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
         # answers come later than recorded).
         following = False
         stuck = False
+        gated = order is not None
         for ev in events:
             if _is_msg(ev, server_kind):
                 outs_before += 1
@@ -255,15 +345,24 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
                 count = outs_before
                 if not await wait_for(lambda count=count: len(received) >= count):
                     if state.sent and not state.answered and not ended.is_set():
-                        raise TargetError(_silent(target, timeout))
+                        raise TargetError(_silent(target, timeout, stray))
                     # It answers no more: the rest goes without waiting, once.
                     stuck = True
+                    if order is not None:
+                        order.finish(sid)
                 following = ack is not None and await trio.Path(ack).exists()
             if ended.is_set() and ev.kind != "transport_closed":
-                raise TargetError(await _gone(target, transport, stderr, received, sent))
+                raise TargetError(await _gone(target, transport, stderr, received, sent, stray))
             if not following:
-                # Keep the recorded pacing between inputs (timers, late cancellations).
                 first_t = ev.t if first_t is None else first_t
+                if gated and order is not None and ev.kind != "transport_closed":
+                    # What the other sessions did before this input, first.
+                    gated, waited = await order.wait(sid, ev.index, timeout)
+                    late = trio.current_time() - (started + (ev.t - first_t))
+                    if waited and late > 0:
+                        # Held up by them: the recorded spacing counts from now.
+                        started += late
+                # Keep the recorded pacing between inputs (timers, late cancellations).
                 await trio.sleep_until(started + (ev.t - first_t))
             if ev.kind == "transport_closed":
                 if not following and ack is not None:
@@ -289,8 +388,10 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
                 await transport.send([(_encode(payload), None)])
             except Exception:
                 raise TargetError(
-                    await _gone(target, transport, stderr, received, sent)) from None
+                    await _gone(target, transport, stderr, received, sent, stray)) from None
             sent += 1
+            if order is not None:
+                order.sent(ev.index)
         # Every request sent that the recording has an answer to is answered (or the
         # wait runs out) before the connection closes: closing first would cut the
         # answers short. Then a moment for the messages the recording had after them.
@@ -300,16 +401,42 @@ async def _drive(trace: Trace, sid: str | None, events: list[Event], target: str
                 await wait_for(lambda: len(received) >= outs_before)
         if state.sent and not state.answered:
             if ended.is_set():
-                raise TargetError(await _gone(target, transport, stderr, received, sent))
-            raise TargetError(_silent(target, timeout))
+                raise TargetError(await _gone(target, transport, stderr, received, sent, stray))
+            raise TargetError(_silent(target, timeout, stray))
         with trio.CancelScope(shield=True):
             await transport.aclose()
         nursery.cancel_scope.cancel()
 
 
-def _silent(target: str, timeout: float) -> str:
+def _silent(target: str, timeout: float, stray: list[bytes]) -> str:
     return (f"{target} never answered: no response came within {timeout:g} s of the "
-            "first request (--timeout sets the wait)")
+            f"first request{_strays(stray)} (--timeout sets the wait)")
+
+
+def _strays(stray: list[bytes]) -> str:
+    """What the target wrote that is not JSON-RPC, in a few words (or nothing)."""
+    if not stray:
+        return ""
+    first = stray[0].decode("utf-8", "replace").strip()
+    first = first if len(first) <= 60 else first[:57] + "..."
+    return (f"; it wrote {len(stray)} line(s) that are not JSON-RPC messages, the first: "
+            f"{first!r}")
+
+
+def _is_jsonrpc(msg: Any) -> bool:
+    """Whether a line the target wrote is a JSON-RPC message (or a batch of them)."""
+    if isinstance(msg, list):
+        return bool(msg) and all(_is_jsonrpc(m) for m in msg)
+    return isinstance(msg, dict) and ("method" in msg or _is_response(msg))
+
+
+def _unusable(target: str, failure: str) -> str:
+    """The one line for a URL that cannot be driven: unreachable, or not MCP."""
+    if failure.startswith(_UNREACHABLE):
+        why = failure[len(_UNREACHABLE[0]):].lstrip(": ")
+        return (f"cannot reach {target}: {why or 'the connection failed'} (is the server "
+                "running, at that address?)")
+    return f"cannot use {target}: {failure}"
 
 
 def _kill(transport: Any) -> None:
@@ -379,7 +506,7 @@ def _adapt(payload: Any, state: _Session) -> Any:
 
 
 async def _gone(target: str, transport: Any, stderr: _Stderr, received: list[Any],
-                sent: int) -> str:
+                sent: int, stray: list[bytes]) -> str:
     process = getattr(transport, "process", None)
     if process is not None:
         with trio.move_on_after(2.0):
@@ -391,9 +518,10 @@ async def _gone(target: str, transport: Any, stderr: _Stderr, received: list[Any
     answers = sum(1 for m in received if _is_response(m))
     said = stderr.last()
     if said:
-        return f"{target} {how} after {answers} answer(s) to {sent} message(s): {said}"
-    return (f"{target} {how} after {answers} answer(s) to {sent} message(s); "
-            "the rest of the recording could not be played to it")
+        return (f"{target} {how} after {answers} answer(s) to {sent} message(s)"
+                f"{_strays(stray)}: {said}")
+    return (f"{target} {how} after {answers} answer(s) to {sent} message(s)"
+            f"{_strays(stray)}; the rest of the recording could not be played to it")
 
 
 def _follow_env(trace: Trace, sid: str | None, ack: str, timeout: float) -> dict[str, str]:
@@ -420,12 +548,19 @@ async def _drive_all(trace: Trace, target: str, timeout: float,
         by_session.setdefault(ev.session, []).append(ev)
     first = min((evs[0].t for evs in by_session.values() if evs), default=0.0)
     began = trio.current_time()
+    # In the recorded order across sessions too (a whole-process trace's sessions share
+    # the server's state: a later session may read what an earlier one wrote).
+    order = _Order(trace) if len(by_session) > 1 else None
 
     async def one(sid: str | None, events: list[Event], n: int) -> None:
-        await trio.sleep_until(began + (events[0].t - first))
-        ack = None if folder is None else os.path.join(folder, f"{n}.ack")
-        env = None if ack is None else _follow_env(trace, sid, ack, timeout)
-        await _drive(trace, sid, events, target, timeout, got, env, ack)
+        try:
+            await trio.sleep_until(began + (events[0].t - first))
+            ack = None if folder is None else os.path.join(folder, f"{n}.ack")
+            env = None if ack is None else _follow_env(trace, sid, ack, timeout)
+            await _drive(trace, sid, events, target, timeout, got, env, ack, order)
+        finally:
+            if order is not None:
+                order.finish(sid)
 
     async with trio.open_nursery() as nursery:
         for n, (sid, events) in enumerate(by_session.items()):

@@ -49,11 +49,30 @@ def resolve_entry_point(spec: str, trace_path: Path | None) -> str:
     return spec
 
 
+def _missing_file(spec: str, trace_path: Path | None, option: str) -> str | None:
+    """The one-line error for a relative file entry point found neither from here nor
+    beside the trace (a trace moved away from its recording's folder): where it was
+    looked for, and how to point at the code."""
+    target, _, attr = spec.partition(":")
+    if not (target.endswith(".py") or "/" in target) or Path(target).is_absolute() \
+            or resolve_entry_point(spec, trace_path) != spec or Path(target).is_file():
+        return None
+    places = [str(Path.cwd() / target)]
+    if trace_path is not None:
+        beside = trace_path.resolve().parent / target
+        if str(beside) not in places:
+            places.append(str(beside))
+    return (f"cannot load the entry point: no such file: {target} (looked for "
+            f"{' and '.join(places)}, from the current directory and the trace's folder): "
+            f"pass {option} PATH/TO/{Path(target).name}:{attr or 'server'}, or replay from "
+            "the directory the recording was made in")
+
+
 def load_server(spec: str, trace_path: Path | None = None) -> Any:
     """Load a fresh instance of the server at ``spec`` (module state starts anew)."""
     from mcpactor.server.app import Server
 
-    obj = _load_fresh(spec, trace_path)
+    obj = _load_fresh(spec, trace_path, "--server")
     if not isinstance(obj, Server):
         raise ReplayError(f"{spec} is a {type(obj).__name__}, not an mcpactor Server")
     return obj
@@ -64,7 +83,7 @@ def load_client(spec: str, trace_path: Path | None = None) -> Any:
     from mcpactor.client.script import as_client_script
     from mcpactor.server.app import Server
 
-    obj = _load_fresh(spec, trace_path)
+    obj = _load_fresh(spec, trace_path, "--client")
     script = None if isinstance(obj, Server) else as_client_script(obj)
     if script is None or not _is_async(script.main):
         what = type(obj).__name__ if script is None else "not an async function"
@@ -79,7 +98,10 @@ def _is_async(fn: Any) -> bool:
         getattr(fn, "__call__", None))  # noqa: B004 - an object with an async __call__
 
 
-def _load_fresh(spec: str, trace_path: Path | None) -> Any:
+def _load_fresh(spec: str, trace_path: Path | None, option: str) -> Any:
+    missing = _missing_file(spec, trace_path, option)
+    if missing is not None:
+        raise ReplayError(missing)
     spec = resolve_entry_point(spec, trace_path)
     target = spec.partition(":")[0]
     if not (target.endswith(".py") or "/" in target) and target in sys.modules:

@@ -212,16 +212,24 @@ def load_trace(path: str | os.PathLike[str], *, require_end: bool = True) -> Tra
         raise TraceError(f"{p}: empty file, not a trace")
     chain = [p]
     first = data
+    given: dict[str, Any] = {}
     while True:
         header = _header(str(chain[-1]), first.split(b"\n", 1)[0])
+        given = header if len(chain) == 1 else given
         previous = header.get("previous")
         if not previous or header.get("format_version") == 1:
             break
         before = chain[-1].parent / str(previous)
         if not before.is_file() or before in chain:
+            number = given.get("segment")
+            this = f"segment {number}" if isinstance(number, int) else "a segment"
+            which = "it" if len(chain) == 1 else (
+                f"it is read with the segments before it, and {chain[-1].name}")
             raise TraceError(
-                f"{chain[-1]}: this segment continues {previous}, which is not beside it: a "
-                "rotated trace replays from its first segment (keep the segments together)")
+                f"{p}: {this} of a rotated recording; {which} continues {previous}, "
+                f"which is needed and missing from {chain[-1].parent}: a segment replays "
+                "with every segment before it, so put all the segments in one folder and "
+                "replay the last one")
         chain.append(before)
         first = _read_file(before)
     if len(chain) > 1:

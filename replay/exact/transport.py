@@ -52,10 +52,20 @@ class ReplaySessionTransport(Transport):
         for _ in range(n):
             await self._scheduler.park()
 
+    async def _beyond(self) -> None:
+        """A receive or send the recording has no outcome for: it never completed, or it
+        completed after the end of a trace that was cut short (replayed ``--until``). A
+        live transport waiting here still yielded: the task takes every step the
+        schedule has for it, each one more wait, until a cancellation ends it."""
+        while not self._scheduler.free:
+            await self._scheduler.park()
+        await trio.sleep_forever()
+
     async def receive(self) -> bytes | Oversize:
         """The next recorded input, after the recorded number of yields."""
         if self._next_in >= len(self._inputs):
-            await trio.sleep_forever()  # the recording never got more: only a cancel ends it
+            # The recording has no more: only a cancel ends the wait.
+            await self._beyond()
         ev = self._inputs[self._next_in]
         if ev.kind == "receive_cancelled":
             self._next_in += 1
@@ -73,7 +83,8 @@ class ReplaySessionTransport(Transport):
     async def send(self, messages: list[Outgoing]) -> None:
         """Take a write as the recording did: after its yields; failed, if it failed."""
         if self._next_out >= len(self._outcomes):
-            await trio.sleep_forever()  # never completed live (the session ended first)
+            # Never completed live (the session ended first), or past a cut trace's end.
+            await self._beyond()
         ev = self._outcomes[self._next_out]
         if ev.kind == "message_out":
             self._next_out += len(messages)

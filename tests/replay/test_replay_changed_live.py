@@ -359,8 +359,8 @@ def _one_line_exit_2(trace: Path, target: str, said: str, within: float) -> None
 def test_targets_that_cannot_be_driven(tmp_path: Path) -> None:
     dead = _free_port()
     for target, said in (
-            (f"http://127.0.0.1:{dead}/mcp", "cannot use http://127.0.0.1"),
-            (f"https://127.0.0.1:{dead}/mcp", "cannot use https://127.0.0.1"),
+            (f"http://127.0.0.1:{dead}/mcp", f"cannot reach http://127.0.0.1:{dead}/mcp"),
+            (f"https://127.0.0.1:{dead}/mcp", f"cannot reach https://127.0.0.1:{dead}/mcp"),
             (f"ws://127.0.0.1:{dead}/mcp", f"cannot reach ws://127.0.0.1:{dead}/mcp")):
         _one_line_exit_2(BANK_TRACE, target, said, 15)
     # Echoes its input and never answers: not a table of "(no response)".
