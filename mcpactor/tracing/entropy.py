@@ -98,10 +98,10 @@ class Capture(Protocol):
         for a token of the thread limiter; None to run it as it comes."""
         ...
 
-    async def wait_turn(self) -> None:
+    async def wait_turn(self, granted: bool) -> None:
         """(A replay) one yield of the running task that ends at its next recorded step
-        (a wait for a thread limiter's token, which live ended when another thread
-        did)."""
+        (a wait for a thread limiter's token: ``granted``, it ended when another thread
+        handed its token over; else a cancellation ended it)."""
         ...
 
     def thread_done(self, node: TaskRef, outcome: str) -> None:
@@ -351,14 +351,21 @@ async def _run_sync(sync_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> A
     plan = capture.thread_plan(node)
     if plan is None:
         queued = "queued:" if _must_wait(kwargs.get("limiter")) else ""
+        noting = kwargs["limiter"] = _NotingLimiter(kwargs.get("limiter"))
         try:
             result = await _real_run_sync(in_thread, *args, **kwargs)
         except trio.Cancelled:
-            capture.thread_done(node, queued + "cancelled")
+            # Cancelled before its token came: "withdrawn" (no thread ran).
+            capture.thread_done(node, queued + ("cancelled" if noting.granted else "withdrawn"))
             raise
         capture.thread_done(node, queued + "done")
         return result
     queued, _, outcome = plan.rpartition(":")
+    if outcome == "withdrawn":
+        # It never got its token live: it waits until the cancellation ends the wait (a
+        # replay that no longer follows the recording lets it go on as it comes).
+        await _ReplayLimiter(capture, True, granted=False).acquire_on_behalf_of(None)
+        return await _real_run_sync(in_thread, *args, **kwargs)
     # A thread whose wait ended cancelled is held until the cancellation comes: nothing
     # to wait for in real time.
     kwargs["limiter"] = _ReplayLimiter(capture, bool(queued), counted=outcome == "done")
@@ -386,6 +393,25 @@ async def _run_sync(sync_fn: Callable[..., Any], *args: Any, **kwargs: Any) -> A
         release.set()
 
 
+class _NotingLimiter:
+    """(A recording) the call's limiter, noting whether it granted the token: a wait
+    cancelled before that ran no thread."""
+
+    def __init__(self, limiter: Any) -> None:
+        self._limiter = limiter if limiter is not None else (
+            trio.to_thread.current_default_thread_limiter())
+        self.granted = False
+
+    async def acquire_on_behalf_of(self, borrower: object) -> None:
+        """The real limiter's token."""
+        await self._limiter.acquire_on_behalf_of(borrower)
+        self.granted = True
+
+    def release_on_behalf_of(self, borrower: object) -> None:
+        """Given back to the real limiter."""
+        self._limiter.release_on_behalf_of(borrower)
+
+
 def _must_wait(limiter: Any) -> bool:
     """Whether a task asking ``limiter`` (None: Trio's default) for a token now would wait
     for one (a limiter that is not a CapacityLimiter: never, as far as a trace knows)."""
@@ -402,17 +428,19 @@ class _ReplayLimiter:
     recorded step when it waited live (one yield that ends there) — so no real thread's
     end decides it."""
 
-    def __init__(self, capture: Capture, queued: bool, *, counted: bool = True) -> None:
+    def __init__(self, capture: Capture, queued: bool, *, counted: bool = True,
+                 granted: bool = True) -> None:
         self._capture = capture
         self._queued = queued
         self._counted = counted
+        self._granted = granted
 
     async def acquire_on_behalf_of(self, borrower: object) -> None:
         """The token, when the recording had it."""
         replay_threads_busy()  # this run's set, made if it is the first
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._queued:
-            await self._capture.wait_turn()
+            await self._capture.wait_turn(self._granted)
         else:
             await trio.lowlevel.cancel_shielded_checkpoint()
         if self._counted:

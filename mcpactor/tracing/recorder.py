@@ -360,7 +360,7 @@ class Recorder:
         if node.id and not self._closed:
             self._events.extend((0, None, None, "read", node.id, "thread", outcome))
 
-    async def wait_turn(self) -> None:
+    async def wait_turn(self, granted: bool) -> None:
         """Live: never asked (the threads' own limiter decides)."""
         await trio.lowlevel.checkpoint()
 

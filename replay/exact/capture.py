@@ -44,6 +44,6 @@ class ReplayCapture:
     def thread_done(self, node: TaskRef, outcome: str) -> None:
         """Nothing to record in a replay."""
 
-    async def wait_turn(self) -> None:
+    async def wait_turn(self, granted: bool) -> None:
         """Until the running task's next recorded step."""
-        await self._scheduler.park()
+        await self._scheduler.park(early=granted)

@@ -71,6 +71,6 @@ class VirtualCapture:
     def thread_done(self, node: TaskRef, outcome: str) -> None:
         """Nothing to record."""
 
-    async def wait_turn(self) -> None:
+    async def wait_turn(self, granted: bool) -> None:
         """Until the running task's next recorded step (passed over if it cannot take it)."""
-        await self._scheduler.park()
+        await self._scheduler.park(early=granted)

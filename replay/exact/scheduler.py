@@ -143,6 +143,8 @@ class Scheduler:
         self._next_now: float | None = None
         self.held: dict[int, Any] = {}
         self.parked: dict[int, Any] = {}
+        #: Parked tasks to wake when the loop reads their step's pass time (park(early)).
+        self.early: set[int] = set()
         #: Parked tasks to wake in the next pass, the replay having stopped following.
         self._release: list[Any] = []
         self.tasks: dict[int, Any] = {}
@@ -252,7 +254,23 @@ class Scheduler:
         """The time as the loop reads it: the pass whose steps come next."""
         if self._next_now is not None:
             self.now, self._next_now = self._next_now, None
+            self._wake_parked_for_pass()
         return self.now
+
+    def _wake_parked_for_pass(self) -> None:
+        # Live, a thread's end handing over a token woke the task before the loop expired
+        # the pass's deadlines: the task was runnable then, so a deadline due in that pass
+        # did not abort its wait. The loop reads its clock once per pass, before it
+        # expires them: the tasks parked ``early`` whose step is in the pass are woken
+        # here (not in the pass's hook, whose run queue Trio has already taken).
+        if not self.early or self.done or self.free:
+            return
+        for tid in self.batches[self.b].run:
+            if tid in self.early:
+                self.early.discard(tid)
+                task = self.parked.pop(tid, None)
+                if task is not None:
+                    trio.lowlevel.reschedule(task)
 
     def position(self) -> str:
         """Where the replay is, for messages: the next step's record and task."""
@@ -298,17 +316,23 @@ class Scheduler:
 
     # -- parking, for the replay transport ----------------------------------------------
 
-    async def park(self) -> None:
-        """One yield of a live transport: wait until this task's next recorded step."""
+    async def park(self, *, early: bool = False) -> None:
+        """One yield of a live transport: wait until this task's next recorded step.
+        ``early``: what ends the wait live came before the pass's deadlines expired (a
+        thread limiter's token), so the task is woken when the loop reads the pass's
+        time, before a deadline due in that pass could abort the wait."""
         task = trio.lowlevel.current_task()
         tid = self.table.of(task)
         if self.free or not tid:
             await trio.lowlevel.checkpoint()
             return
         self.parked[tid] = task
+        if early:
+            self.early.add(tid)
 
         def abort(_: Any) -> trio.lowlevel.Abort:
             self.parked.pop(tid, None)
+            self.early.discard(tid)
             return trio.lowlevel.Abort.SUCCEEDED
 
         await trio.lowlevel.wait_task_rescheduled(abort)
@@ -396,6 +420,7 @@ class Scheduler:
         # Trio has already taken from its run queue).
         self._release.extend(self.parked.values())
         self.parked.clear()
+        self.early.clear()
 
     def _wake_released(self, tasks: list[Any], runq: deque[Any]) -> None:
         # The tasks released by _release_parked join this pass.

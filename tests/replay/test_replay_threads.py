@@ -132,7 +132,7 @@ def test_a_wait_given_up_while_queued_for_a_token_replays_and_never_hangs(
     got = trio.run(_gate, trace)
     assert sorted(got) == ["gave up", "held 300"]
     text = trace.read_bytes()
-    assert b'"src":"thread","v":"queued:cancelled"' in text
+    assert b'"src":"thread","v":"queued:withdrawn"' in text  # cancelled before its token
     code, stdout, stderr = run_cli("replay", str(trace))
     assert code == 0 and "faithful" in stdout, (stdout, stderr)
     # A trace that does not say the wait was queued (as an older recording): the replay
