@@ -7,21 +7,24 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 __all__ = ["http_process"]
 
 
 def http_process(
-    argv: list[str], cwd: Path | str | None = None,
+    argv: list[str], cwd: Path | str | None = None, stderr: IO[bytes] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Run ``argv + ["--transport", "http", "--port", PORT]`` on a free 127.0.0.1 port;
     yields the MCP URL once it listens, and the process (terminated afterwards). For a
-    fixture: ``yield from http_process([...])``."""
+    fixture: ``yield from http_process([...])``. ``stderr``: where its stderr goes
+    (discarded by default)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([*argv, "--transport", "http", "--port", str(port)],
-                            cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=stderr if stderr is not None else subprocess.DEVNULL)
     try:
         for _ in range(200):
             try:

@@ -125,21 +125,9 @@ class FollowScheduler(Scheduler):
         after: list[Any] = []
         b0 = self.b
         while not self.done and self.b == b0:
-            action = self._due_action()
-            if action is not None:
-                if self.act is not None:
-                    woken = self.act(action)
-                    if woken is not None:
-                        after.append(self._take(woken, runq))
+            acted, tid, task = self._step_task(after, runq)
+            if acted:
                 break
-            tid = self.expected()
-            assert tid is not None
-            task = self.held.pop(tid, None)
-            if task is None:
-                parked = self.parked.pop(tid, None)
-                if parked is not None:
-                    trio.lowlevel.reschedule(parked)
-                    task = self._take(parked, runq)
             if task is None:
                 if self._wait_for(tid, free, after, runq):
                     break

@@ -371,23 +371,9 @@ class Scheduler:
         after: list[Any] = []
         b0 = self.b
         while not self.done and self.b == b0:
-            action = self._due_action()
-            if action is not None:
-                # Something outside the followed tasks happened here live: the replay's
-                # driver does it now, after the steps before it.
-                if self.act is not None:
-                    woken = self.act(action)
-                    if woken is not None:
-                        after.append(self._take(woken, runq))
+            acted, tid, task = self._step_task(after, runq)
+            if acted:
                 break
-            tid = self.expected()
-            assert tid is not None
-            task = self.held.pop(tid, None)
-            if task is None:
-                parked = self.parked.pop(tid, None)
-                if parked is not None:
-                    trio.lowlevel.reschedule(parked)
-                    task = self._take(parked, runq)
             if task is None:
                 self._missing(tid, free, after, runq)
                 break
@@ -413,6 +399,29 @@ class Scheduler:
             woken = self.on_free()
             if woken is not None:
                 after.append(self._take(woken, runq))
+
+    def _step_task(self, after: list[Any], runq: deque[Any]) -> tuple[bool, int, Any]:
+        """The next recorded step: ``(True, 0, None)`` when an outside action comes first
+        (done now, the task it woke in ``after``); else the step's task number and the
+        task if it can take it (held, or parked and woken now), else None."""
+        action = self._due_action()
+        if action is not None:
+            # Something outside the followed tasks happened here live: the replay's
+            # driver does it now, after the steps before it.
+            if self.act is not None:
+                woken = self.act(action)
+                if woken is not None:
+                    after.append(self._take(woken, runq))
+            return True, 0, None
+        tid = self.expected()
+        assert tid is not None
+        task = self.held.pop(tid, None)
+        if task is None:
+            parked = self.parked.pop(tid, None)
+            if parked is not None:
+                trio.lowlevel.reschedule(parked)
+                task = self._take(parked, runq)
+        return False, tid, task
 
     def _release_parked(self) -> None:
         # Tasks parked for their recorded step would wait for it forever once the replay

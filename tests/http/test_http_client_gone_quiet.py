@@ -6,13 +6,11 @@ the disconnect in an exception group, which once went unrecognised)."""
 from __future__ import annotations
 
 import random
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import trio
+from process_support import http_process
 
 import mcpactor
 
@@ -39,26 +37,12 @@ async def _leave_early(url: str) -> str:
 
 
 def test_clients_leaving_mid_answer_log_no_internal_error(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     log = tmp_path / "server.err"
     with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "mcpactor", "run", SERVER,
-                                 "--transport", "http", "--port", str(port)],
-                                stdout=subprocess.DEVNULL, stderr=err)
-    try:
-        for _ in range(200):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        answer = trio.run(_leave_early, f"http://127.0.0.1:{port}/mcp")
-        assert answer == "x" * 2000
-        assert proc.poll() is None
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        for url, proc in http_process([sys.executable, "-m", "mcpactor", "run", SERVER],
+                                      stderr=err):
+            answer = trio.run(_leave_early, url)
+            assert answer == "x" * 2000
+            assert proc.poll() is None
     text = log.read_text()
     assert "internal error" not in text and "Traceback" not in text, text[-3000:]
