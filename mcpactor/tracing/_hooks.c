@@ -187,17 +187,17 @@ pass_init(PassHook *self, PyObject *args, PyObject *kwargs)
         return -1;
     Layout layout;
     if (layout_init(&layout, task_type, root_type, table_type) < 0) return -1;
-    /* The deque's own iteration: the first class in the run queue's MRO that is not made
-       in Python (the run queue's own class's iteration is this hook). */
-    PyObject *mro = Py_TYPE(runq)->tp_mro;
-    getiterfunc found = NULL;
-    for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
-        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
-        if (!(base->tp_flags & Py_TPFLAGS_HEAPTYPE) && base->tp_iter != NULL) {
-            found = base->tp_iter;
-            break;
-        }
-    }
+    /* The deque's own iteration (the run queue's own class, a subclass made in Python,
+       iterates through this hook). Looked up on collections.deque itself: since 3.12
+       deque is a heap type, so "the first built-in class in the MRO" would not find it. */
+    PyObject *collections = PyImport_ImportModule("collections");
+    if (collections == NULL) return -1;
+    PyObject *deque = PyObject_GetAttrString(collections, "deque");
+    Py_DECREF(collections);
+    if (deque == NULL) return -1;
+    int is_deque = PyType_Check(deque) ? PyObject_TypeCheck(runq, (PyTypeObject *)deque) : 0;
+    getiterfunc found = is_deque ? ((PyTypeObject *)deque)->tp_iter : NULL;
+    Py_DECREF(deque);
     if (found == NULL) {
         PyErr_SetString(PyExc_TypeError, "PassHook: the run queue is not a deque");
         return -1;
