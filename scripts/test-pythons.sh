@@ -54,15 +54,18 @@ for v in "${versions[@]}"; do
     "$venv/bin/python" -m pip install -q --upgrade pip
     "$venv/bin/python" -m pip install -q -e '.[dev]'
     # The live replay corpus (30+ traces x 10 replays), the scale-out deployments
-    # (redis, haproxy, worker processes), the connection floods and the live --against
-    # servers run once, in `make unit` on the main Python: here they would add minutes
-    # to CI for paths no Python version changes (sockets, subprocesses, timing).
+    # (redis, haproxy, worker processes), the connection floods, the live --against
+    # servers, the interop peers (the official SDKs and npm packages), the benchmark
+    # drivers and the docs' examples run once, in `make unit` on the main Python: here
+    # they would add minutes to CI for paths no Python version changes (sockets,
+    # subprocesses, other projects' code, timing). The compiled hooks, the protocol
+    # core, the sessions, transports, recording and replay all run here.
     if "$venv/bin/python" -m pytest -q -p no:cacheprovider \
             --ignore=tests/replay/test_replay_live_corpus.py --ignore=tests/scaleout \
-            --ignore=tests/bench_drivers/test_scaleout_bench.py \
             --ignore=tests/http/test_http_connection_limits.py \
             --ignore=tests/replay/test_replay_against_order.py \
-            --ignore=tests/replay/test_replay_changed_live.py; then
+            --ignore=tests/replay/test_replay_changed_live.py \
+            --ignore=tests/interop --ignore=tests/bench_drivers --ignore=tests/docs; then
         echo "[test-pythons] Python $v: passed"
     else
         echo "[test-pythons] Python $v: FAILED"

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,7 +64,8 @@ def _http_server(entry: str, *extra: str) -> Iterator[str]:
         for _ in range(300):
             assert proc.poll() is None, "the server exited"
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                # Listening is enough: `mcpactor run` serves no /health route.
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
                     break
             except OSError:
                 time.sleep(0.05)
