@@ -313,12 +313,15 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> str:
 # --------------------------------------------------------------------------- tools: schemas
 
 #: A hand-written JSON Schema 2020-12 input schema; it must reach the client unchanged,
-#: including ``$schema``, ``$defs`` and ``additionalProperties`` (SEP-1613).
+#: including ``$schema``, ``$defs`` and ``additionalProperties`` (SEP-1613), and the
+#: wider vocabulary 2026-07-28 allows: ``$anchor``, ``allOf``/``anyOf`` and
+#: ``if``/``then``/``else`` (SEP-2106).
 JSON_SCHEMA_2020_12 = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
     "$defs": {
         "address": {
+            "$anchor": "addressDef",
             "type": "object",
             "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
         }
@@ -326,19 +329,30 @@ JSON_SCHEMA_2020_12 = {
     "properties": {
         "name": {"type": "string"},
         "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
     },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
     "additionalProperties": False,
 }
 
 
 @server.tool(input_schema=JSON_SCHEMA_2020_12)
 async def json_schema_2020_12_tool(
-    name: str | None = None, address: dict[str, Any] | None = None
+    name: str | None = None,
+    address: dict[str, Any] | None = None,
+    contactMethod: str | None = None,  # camelCase: the schema's own property name
+    phone: str | None = None,
+    email: str | None = None,
 ) -> str:
-    """Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)."""
-    args = {
-        key: value for key, value in (("name", name), ("address", address)) if value is not None
-    }
+    """Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613, SEP-2106)."""
+    given = (("name", name), ("address", address), ("contactMethod", contactMethod),
+             ("phone", phone), ("email", email))
+    args = {key: value for key, value in given if value is not None}
     return f"JSON Schema 2020-12 tool called with: {json.dumps(args, separators=(',', ':'))}"
 
 

@@ -113,6 +113,10 @@ def _check_tool_listing(tools: list[types.Tool]) -> None:
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert "address" in schema["$defs"]
     assert schema["additionalProperties"] is False
+    # SEP-2106's wider vocabulary reaches the client as written.
+    assert schema["$defs"]["address"]["$anchor"] == "addressDef"
+    assert schema["allOf"][0]["anyOf"] == [{"required": ["phone"]}, {"required": ["email"]}]
+    assert {"if", "then", "else"} <= set(schema)
 
 
 def _expect_single_text(text: str):
