@@ -16,7 +16,8 @@ def http_process(
     argv: list[str], cwd: Path | str | None = None, stderr: IO[bytes] | None = None,
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Run ``argv + ["--transport", "http", "--port", PORT]`` on a free 127.0.0.1 port;
-    yields the MCP URL once it listens, and the process (terminated afterwards). For a
+    yields the MCP URL once it listens (listening is enough: `mcpactor run` serves no
+    /health route), and the process (terminated afterwards). For a
     fixture: ``yield from http_process([...])``. ``stderr``: where its stderr goes
     (discarded by default)."""
     with socket.socket() as s:
@@ -27,6 +28,7 @@ def http_process(
                             stderr=stderr if stderr is not None else subprocess.DEVNULL)
     try:
         for _ in range(200):
+            assert proc.poll() is None, f"the server exited ({proc.returncode}): {argv}"
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.1):
                     break

@@ -4,16 +4,12 @@ wrote, however much slower the live server is. Real servers on 127.0.0.1."""
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import trio
+from process_support import http_process
 from replay_support import run_cli
 
 from mcpactor import connect_http
@@ -49,32 +45,6 @@ def _ledger(folder: Path, name: str, delay: str) -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _http_server(entry: str, *extra: str) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen([*MCPACTOR, "run", entry, "--transport", "http", "--port",
-                             str(port), *extra], stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(300):
-            assert proc.poll() is None, "the server exited"
-            try:
-                # Listening is enough: `mcpactor run` serves no /health route.
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
-
-
 def _record(tmp_path: Path) -> Path:
     """Two sessions, one after the other: a deposit, then a peek at the balance."""
     trace = tmp_path / "ledger.jsonl"
@@ -87,7 +57,7 @@ def _record(tmp_path: Path) -> Path:
             async with connect_http(url) as client:
                 await client.call_tool("peek", {})
 
-    with _http_server(f"{server}:server", "--trace", str(trace)) as url:
+    for url, _ in http_process([*MCPACTOR, "run", f"{server}:server", "--trace", str(trace)]):
         trio.run(main, url)
     return trace
 
@@ -100,7 +70,7 @@ def test_against_a_slower_server_keeps_the_sessions_in_recorded_order(
     # The same code, but its deposit takes a second: the peek, recorded after the
     # deposit's answer, must still come after it (it read 105, not 100).
     slow = _ledger(tmp_path, "ledger_slow", "await trio.sleep(1.0)")
-    with _http_server(f"{slow}:server") as url:
+    for url, _ in http_process([*MCPACTOR, "run", f"{slow}:server"]):
         started = time.monotonic()
         code, out, err = run_cli("replay", str(trace), "--against", url)
         took = time.monotonic() - started

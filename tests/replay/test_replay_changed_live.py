@@ -4,17 +4,16 @@ cannot be driven is one line and exit 2. Real subprocesses and servers on 127.0.
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import trio
+from process_support import http_process
 from replay_support import ROOT, run_cli
 
 from mcpactor import ClientHandlers, connect_stdio
@@ -290,7 +289,7 @@ def test_against_input_rounds_command_and_url(tmp_path: Path) -> None:
     server, trace = _record_elicit(tmp_path)
     code, out, err = run_cli("replay", str(trace), "--against", _live(f"{server}:server"))
     assert code == 0, (out, err)
-    with _http_server(f"{server}:server") as url:
+    for url, _ in http_process([*MCPACTOR, "run", f"{server}:server"]):
         # Not following: the retries carry the live server's own requestState.
         code, out, err = run_cli("replay", str(trace), "--against", url)
     assert code == 0, (out, err)
@@ -306,26 +305,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@contextlib.contextmanager
-def _http_server(entry: str) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen([*MCPACTOR, "run", entry, "--transport", "http", "--port",
-                             str(port)], stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
-            assert proc.poll() is None, "the server exited"
-            try:
-                # Listening is enough: `mcpactor run` serves no /health route.
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
 def test_against_a_fresh_http_server_gets_its_answers(tmp_path: Path) -> None:
     """A fresh server answers every request (no "(no response)"); the race's answers,
     which a server that does not follow the recording decides by its own timing, are
@@ -333,11 +312,11 @@ def test_against_a_fresh_http_server_gets_its_answers(tmp_path: Path) -> None:
     trace = tmp_path / "ex.jsonl"
     _record_withdraw_race(trace)
     for _ in range(3):
-        with _http_server(f"{EXAMPLE}:server") as url:
+        for url, _ in http_process([*MCPACTOR, "run", f"{EXAMPLE}:server"]):
             code, out, err = run_cli("replay", str(trace), "--against", url)
         assert code == 0, (out, err)
         assert "racy response(s) compared by form): same: 3 response(s)" in out
-    with _http_server(f"{EXAMPLE}:fixed") as url:
+    for url, _ in http_process([*MCPACTOR, "run", f"{EXAMPLE}:fixed"]):
         code, out, _ = run_cli("replay", str(trace), "--against", url)
     assert code == 1 and "refused" in out and "(no response)" not in out
 
