@@ -186,12 +186,6 @@ _HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F-]*[0-9a-fA-F]{8,}[0-9a-fA-F-]*(?!
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
-def _hex(match: re.Match[str]) -> str:
-    # Digits alone are a number (masked next); a token with letters a-f is an id.
-    token = match.group(0)
-    return "<hex>" if any(c in "abcdefABCDEF" for c in token) else token
-
-
 def _form(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _form(v) for k, v in value.items()}
@@ -202,7 +196,9 @@ def _form(value: Any) -> Any:
     if isinstance(value, int | float):
         return "#"
     if isinstance(value, str):
-        return _NUMBER.sub("#", _HEX.sub(_hex, value))
+        # One placeholder for ids and numbers: a random id's digits can all be decimal
+        # ("62004210"), and it must have the same form as one with letters ("48b42b99").
+        return _NUMBER.sub("#", _HEX.sub("#", value))
     return type(value).__name__
 
 

@@ -408,6 +408,7 @@ def test_racy_answers_are_compared_by_form_only() -> None:
     assert form(text("refused")) != form(text("took 60, 40 left"))
     assert form(text('{"id": "3060576d-73c7-47d1-98a1-c2b04cabd07e", "r": 0.5}')) == form(
         text('{"id": "11e0daf3-8581-4b22-bb7d-fe5592e2707a", "r": 0.25}'))
+    assert form(text("picked 7 #3 48b42b99")) == form(text("picked 7 #3 62004210"))
     assert form({"error": {"code": -32602, "message": "x"}}) != form(text("x"))
 
 
