@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import io
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -61,3 +62,22 @@ def answers(events: list[dict[str, Any]], rid: Any) -> list[dict[str, Any]]:
 def kinds(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     """The events of one kind."""
     return [e for e in events if e["kind"] == kind]
+
+
+def assert_replays_as_recorded(trace: Path, ids: Iterable[Any], *, times: int,
+                               before: Callable[[], None] | None = None) -> None:
+    """Replay ``trace`` ``times`` times (``-o`` beside it): each replay is faithful and
+    answers each request id in ``ids`` as the recording did, byte for byte.
+    ``before``: run before each replay (to let a live clock move on, say)."""
+    original = events_of(trace.read_bytes().splitlines())
+    wanted = list(ids)
+    out = trace.with_name(trace.stem + ".replayed.jsonl")
+    for _ in range(times):
+        if before is not None:
+            before()
+        code, stdout, stderr = run_cli("replay", str(trace), "-o", str(out))
+        assert code == 0, (stdout, stderr)
+        assert "faithful" in stdout
+        replayed = events_of(out.read_bytes().splitlines())
+        for rid in wanted:
+            assert answers(replayed, rid) == answers(original, rid)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 import trio
-from replay_support import answers, events_of, run_cli
+from replay_support import assert_replays_as_recorded, run_cli
 
 from mcpactor import RequestTimeout, connect_stdio
 
@@ -61,16 +61,8 @@ def test_a_recording_of_sync_tools_in_threads_replays_exactly(tmp_path: Path) ->
     assert any(r.get("kind") == "read" and r.get("src") == "time" for r in recorded)
     cancelled = [r for r in recorded if r.get("kind") == "cancel_requested"]
     assert len(cancelled) == 2
-    for _ in range(2):
-        out = tmp_path / "replayed.jsonl"
-        code, stdout, stderr = run_cli("replay", str(trace), "-o", str(out))
-        assert code == 0, (stdout, stderr)
-        assert "faithful" in stdout
-        # The same answers, bytes for bytes (clock and entropy read in the threads too).
-        replayed = events_of(out.read_bytes().splitlines())
-        original = events_of(lines)
-        for rid in range(1, 19):
-            assert answers(replayed, rid) == answers(original, rid)
+    # The same answers, bytes for bytes (clock and entropy read in the threads too).
+    assert_replays_as_recorded(trace, range(1, 19), times=2)
 
 
 
@@ -100,15 +92,7 @@ def test_more_thread_waits_than_tokens_replay_exactly(tmp_path: Path) -> None:
     # Each wait says whether it first waited for a token (the replay grants it then, not
     # when a thread of the replay happens to end).
     assert len(outcomes) == 48 and sum(v == "queued:done" for v in outcomes) >= 10
-    original = events_of(lines)
-    for _ in range(3):
-        out = tmp_path / "replayed.jsonl"
-        code, stdout, stderr = run_cli("replay", str(trace), "-o", str(out))
-        assert code == 0, (stdout, stderr)
-        assert "faithful" in stdout
-        replayed = events_of(out.read_bytes().splitlines())
-        for rid in range(1, 26):
-            assert answers(replayed, rid) == answers(original, rid)
+    assert_replays_as_recorded(trace, range(1, 26), times=3)
 
 
 async def _gate(trace: Path) -> list[str]:
